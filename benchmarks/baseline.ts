@@ -1,0 +1,298 @@
+// The baseline side of the benchmark (issue 9, point 1): bare Fastify routes written by hand for
+// exactly the requests in cases.ts, over the same seed, answering the same bytes as the plugin
+// (envelope, links, problem body, ETag, Last-Modified, Location). What it does and leaves out is
+// listed in benchmarks/README.md ("What the baseline does"). PORT and STORE (memory | postgres)
+// from the environment; on PostgreSQL it runs the SQL the plugin's store sends, through `pg`.
+import { pathToFileURL } from 'node:url'
+import Fastify from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify'
+import pg from 'pg'
+import { v7 as uuidv7 } from 'uuid'
+import { createCursorCodec } from '../lib/query/cursor.js'
+import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
+import type { BookRow } from './seed.js'
+import { bookItemSchema, bookListSchema, problemSchema } from './envelope-schemas.js'
+import { BENCH_SCHEMA, databaseUrl, traceStatements } from './postgres.js'
+
+interface Row { readonly data: BookRow, readonly etag: string, readonly lastModified: string }
+
+type Query = Record<string, string | undefined>
+
+const base = '/v1/books'
+const tokens = new Set(['dev-token'])
+const codec = createCursorCodec({ secrets: [CURSOR_SECRET] })
+// What a token is bound to (its query); tokens of one query are refused by the other.
+const defaultBinding = `${base}|id`
+const filteredBinding = `${base}|year ge 2000|-rating,id|title,rating,year`
+const seedModified = SEED_TIME.toUTCString()
+const createdModified = new Date(SEED_TIME.getTime() + 1000).toUTCString()
+
+/** Orders like the plugin: null first ascending, last descending, the id breaking ties. */
+function compareBy (field: 'id' | 'rating', direction: 1 | -1) {
+  return (a: BookRow, b: BookRow): number => {
+    const x = a[field]
+    const y = b[field]
+    if (x !== y) {
+      if (x === null) return -direction
+      if (y === null) return direction
+      return (x < y ? -1 : 1) * direction
+    }
+    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+  }
+}
+
+/** A sorted array kept sorted on insert: the presorted index the filtered LIST reads. */
+class SortedIndex {
+  readonly rows: Row[]
+  constructor (rows: Row[], readonly compare: (a: BookRow, b: BookRow) => number) {
+    this.rows = [...rows].sort((a, b) => compare(a.data, b.data))
+  }
+
+  /** First position whose row sorts after `anchor`. */
+  after (anchor: BookRow): number {
+    let low = 0
+    let high = this.rows.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (this.compare(this.rows[middle].data, anchor) <= 0) low = middle + 1
+      else high = middle
+    }
+    return low
+  }
+
+  insert (row: Row) {
+    this.rows.splice(this.after(row.data), 0, row)
+  }
+}
+
+const problemResponses = { '4xx': problemSchema }
+const routes = {
+  retrieve: { schema: { response: { 200: bookItemSchema, ...problemResponses } } },
+  list: { schema: { response: { 200: bookListSchema, ...problemResponses } } },
+  create: {
+    schema: {
+      body: {
+        type: 'object',
+        properties: {
+          title: { type: 'string', minLength: 1, maxLength: 500 },
+          authorId: { type: 'string', minLength: 1 },
+          year: { type: ['integer', 'null'] },
+          rating: { type: ['number', 'null'], minimum: 0, maximum: 5 },
+          available: { type: 'boolean' }
+        },
+        required: ['title', 'authorId'],
+        additionalProperties: false
+      },
+      response: { 201: bookItemSchema, ...problemResponses }
+    }
+  }
+} satisfies Record<string, RouteShorthandOptions>
+
+function problem (reply: FastifyReply, request: FastifyRequest, status: number, slug: string, title: string, detail: string, invalidParams?: Array<{ name: string, reason: string }>) {
+  return reply.code(status).type('application/problem+json; charset=utf-8').send({
+    type: `/v1/problems/${slug}`, title, status, detail, instance: request.url.split('?', 1)[0], invalidParams
+  })
+}
+
+const invalidQuery = (reply: FastifyReply, request: FastifyRequest, name: string, reason: string) =>
+  problem(reply, request, 400, 'query-invalid', 'Bad Request', 'One or more query parameters are invalid.', [{ name, reason }])
+
+const missingAuthor = (reply: FastifyReply, request: FastifyRequest, authorId: string) =>
+  problem(reply, request, 422, 'unprocessable', 'Unprocessable Entity', `authorId refers to author '${authorId}', which does not exist.`,
+    [{ name: 'authorId', reason: 'no author has this id' }])
+
+/** What a LIST asks for, or the 400 already sent. */
+type ListRequest =
+  | { kind: 'default', pageSize: number, token?: string, after?: string }
+  | { kind: 'filtered', pageSize: number }
+  | { kind: 'answered', reply: FastifyReply }
+
+/** pageSize, the one filtered query the cases send, and the default order's token; anything else is 400. */
+function readList (request: FastifyRequest, reply: FastifyReply): ListRequest {
+  const query = request.query as Query
+  let pageSize = 20
+  if (query.pageSize !== undefined) {
+    pageSize = Number(query.pageSize)
+    if (!/^(0|[1-9][0-9]{0,8})$/.test(query.pageSize)) return { kind: 'answered', reply: invalidQuery(reply, request, 'pageSize', 'must be a non-negative integer') }
+    if (pageSize > 100) return { kind: 'answered', reply: invalidQuery(reply, request, 'pageSize', 'must not exceed 100 (maxPageSize)') }
+  }
+  if (query.filter !== undefined || query.sort !== undefined || query.fields !== undefined) {
+    if (query.filter !== 'year ge 2000' || query.sort !== '-rating' || query.fields !== 'title,rating,year' || query.token !== undefined) {
+      return { kind: 'answered', reply: invalidQuery(reply, request, 'filter', 'the baseline serves only the benchmark query') }
+    }
+    return { kind: 'filtered', pageSize }
+  }
+  if (query.token === undefined) return { kind: 'default', pageSize }
+  try {
+    const position = codec.open(query.token, defaultBinding)
+    if (position.window !== 'after' || position.values.length !== 1) throw new Error('not the benchmark token')
+    return { kind: 'default', pageSize, token: query.token, after: position.values[0] as string }
+  } catch (error) {
+    return { kind: 'answered', reply: invalidQuery(reply, request, 'token', (error as Error).message) }
+  }
+}
+
+const project = (book: BookRow): Partial<BookRow> => ({ id: book.id, title: book.title, authorId: book.authorId, year: book.year, rating: book.rating })
+
+/** The envelope with self, first, prev and next links; `items` holds one row more than the page when a next page exists. */
+function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answered' }>, items: Array<Partial<BookRow>>) {
+  const { pageSize } = list
+  const [stable, binding, key] = list.kind === 'filtered'
+    ? ['filter=year%20ge%202000&sort=-rating&fields=title%2Crating%2Cyear', filteredBinding, (book: Partial<BookRow>) => [book.rating ?? null, book.id as string]]
+    : ['', defaultBinding, (book: Partial<BookRow>) => [book.id as string]]
+  const token = list.kind === 'default' ? list.token : undefined
+  const hasMore = items.length > pageSize
+  if (hasMore) items.length = pageSize
+  const prefix = `${base}?${stable === '' ? '' : `${stable}&`}pageSize=${pageSize}`
+  const links = [
+    { rel: 'self', href: token === undefined ? prefix : `${prefix}&token=${encodeURIComponent(token)}` },
+    { rel: 'first', href: prefix }
+  ]
+  if (token !== undefined && items.length > 0) links.push({ rel: 'prev', href: `${prefix}&token=${codec.seal({ window: 'before', values: key(items[0]) }, binding)}` })
+  if (hasMore && pageSize > 0) links.push({ rel: 'next', href: `${prefix}&token=${codec.seal({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
+  return reply.send({ meta: { pageSize }, data: { books: items, pageSize }, links })
+}
+
+function sendCreated (reply: FastifyReply, row: Row) {
+  reply.code(201).header('etag', row.etag).header('last-modified', row.lastModified).header('location', `${base}/${row.data.id}`)
+  return reply.send({ data: { book: row.data } })
+}
+
+/** The memory side: a Map by id, and arrays kept sorted by id and by rating (the presorted index). */
+function memoryRoutes (app: FastifyInstance) {
+  const { authors, books } = generate()
+  const authorIds = new Set(authors.map(author => author.id))
+  const seeded = books.map(data => ({ data, etag: '"1"', lastModified: seedModified }))
+  const byId = new Map(seeded.map(row => [row.data.id, row]))
+  const byIdIndex = new SortedIndex(seeded, compareBy('id', 1))
+  const byRatingDesc = new SortedIndex(seeded, compareBy('rating', -1))
+
+  app.get('/v1/books/:id', routes.retrieve, function retrieveBook (request, reply) {
+    const { id } = request.params as { id: string }
+    const row = byId.get(id)
+    if (row === undefined) return problem(reply, request, 404, 'not-found', 'Not Found', `book ${id} was not found.`)
+    reply.header('etag', row.etag).header('last-modified', row.lastModified)
+    if (request.headers['if-none-match'] === row.etag) return reply.code(304).send()
+    return reply.send({ data: { book: row.data } })
+  })
+
+  app.get('/v1/books', routes.list, function listBooks (request, reply) {
+    const list = readList(request, reply)
+    if (list.kind === 'answered') return list.reply
+    if (list.kind === 'filtered') {
+      const items: Array<Partial<BookRow>> = []
+      const rows = byRatingDesc.rows
+      for (let position = 0; position < rows.length && items.length <= list.pageSize; position++) {
+        const book = rows[position].data
+        if (book.year !== null && book.year >= 2000) items.push(project(book))
+      }
+      return listPage(reply, list, items)
+    }
+    const start = list.after === undefined ? 0 : byIdIndex.after({ id: list.after } as BookRow)
+    return listPage(reply, list, byIdIndex.rows.slice(start, start + list.pageSize + 1).map(row => row.data))
+  })
+
+  app.post('/v1/books', routes.create, function createBook (request, reply) {
+    const body = request.body as Omit<BookRow, 'id'>
+    if (!authorIds.has(body.authorId)) return missingAuthor(reply, request, body.authorId)
+    const id = uuidv7()
+    const row = { data: { id, title: body.title, authorId: body.authorId, year: body.year ?? null, rating: body.rating ?? null, available: body.available ?? true }, etag: '"1"', lastModified: createdModified }
+    byId.set(id, row)
+    byIdIndex.insert(row)
+    byRatingDesc.insert(row)
+    return sendCreated(reply, row)
+  })
+}
+
+// The statements lib/stores/sql/ sends for these requests (captured from its pool), so both sides
+// ask PostgreSQL the same questions; only the code around them differs. run.ts compares both
+// sides' statements after each case and fails the run when they differ.
+const columns = '"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."version", "t0"."modified_at"'
+const table = `"${BENCH_SCHEMA}"."books" AS "t0"`
+const byIdOrder = '"t0"."id" COLLATE "C" ASC'
+export const statements = {
+  retrieve: `SELECT ${columns} FROM ${table} WHERE "t0"."id" = $1::text`,
+  first: `SELECT ${columns} FROM ${table} ORDER BY ${byIdOrder} LIMIT $1 OFFSET $2`,
+  after: `SELECT ${columns} FROM ${table} WHERE "t0"."id" COLLATE "C" >= $1::text AND ("t0"."id" COLLATE "C" > $2::text) ORDER BY ${byIdOrder} LIMIT $3`,
+  filtered: `SELECT ${columns} FROM ${table} WHERE "t0"."year" >= $1::bigint ORDER BY "t0"."rating" DESC NULLS LAST, ${byIdOrder} LIMIT $2 OFFSET $3`,
+  create: `INSERT INTO ${table} ("id", "title", "authorId", "year", "rating", "available", "version", "modified_at") VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::double precision, $6::boolean, 1, now()) RETURNING ${columns}`
+}
+
+type DbRow = [string, string, string, string | null, number | null, boolean, number, Date]
+
+/** A row as the envelope wants it; bigint arrives as text. */
+function fromDb ([id, title, authorId, year, rating, available, version, modifiedAt]: DbRow): Row {
+  return { data: { id, title, authorId, year: year === null ? null : Number(year), rating, available }, etag: `"${version}"`, lastModified: modifiedAt.toUTCString() }
+}
+
+/** The PostgreSQL side: the same routes over a `pg` pool, with the plugin store's SQL. */
+function postgresRoutes (app: FastifyInstance, pool: pg.Pool) {
+  const query = async (text: string, values: unknown[]) => (await pool.query<DbRow>({ text, values, rowMode: 'array' })).rows.map(fromDb)
+
+  app.get('/v1/books/:id', routes.retrieve, async function retrieveBook (request, reply) {
+    const { id } = request.params as { id: string }
+    const [row] = await query(statements.retrieve, [id])
+    if (row === undefined) return problem(reply, request, 404, 'not-found', 'Not Found', `book ${id} was not found.`)
+    reply.header('etag', row.etag).header('last-modified', row.lastModified)
+    if (request.headers['if-none-match'] === row.etag) return reply.code(304).send()
+    return reply.send({ data: { book: row.data } })
+  })
+
+  app.get('/v1/books', routes.list, async function listBooks (request, reply) {
+    const list = readList(request, reply)
+    if (list.kind === 'answered') return list.reply
+    const rows = list.kind === 'filtered'
+      ? (await query(statements.filtered, [2000, list.pageSize + 1, 0])).map(row => project(row.data))
+      : list.after === undefined
+        ? (await query(statements.first, [list.pageSize + 1, 0])).map(row => row.data)
+        : (await query(statements.after, [list.after, list.after, list.pageSize + 1])).map(row => row.data)
+    return listPage(reply, list, rows)
+  })
+
+  app.post('/v1/books', routes.create, async function createBook (request, reply) {
+    const body = request.body as Omit<BookRow, 'id'>
+    try {
+      const [row] = await query(statements.create, [uuidv7(), body.title, body.authorId, body.year ?? null, body.rating ?? null, body.available ?? true])
+      return sendCreated(reply, row)
+    } catch (error) {
+      // foreign_key_violation: the author does not exist.
+      if ((error as { code?: string }).code === '23503') return missingAuthor(reply, request, body.authorId)
+      throw error
+    }
+  })
+}
+
+export async function buildBaselineApp (store: 'memory' | 'postgres' = 'memory'): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false })
+  // Authentication is work every real API does, and one Set lookup: the baseline does it too.
+  app.addHook('onRequest', function checkToken (request, reply, done) {
+    const header = request.headers.authorization
+    if (header === undefined || !header.startsWith('Bearer ') || !tokens.has(header.slice(7))) {
+      return problem(reply, request, 401, 'unauthorized', 'Unauthorized', 'Valid credentials are required.')
+    }
+    done()
+  })
+  if (store === 'memory') {
+    memoryRoutes(app)
+  } else {
+    const pool = traceStatements(new pg.Pool({ connectionString: databaseUrl() }))
+    app.addHook('onClose', async function closePool () { await pool.end() })
+    postgresRoutes(app, pool)
+  }
+  return app
+}
+
+async function main () {
+  const store = process.env.STORE ?? 'memory'
+  if (store !== 'memory' && store !== 'postgres') throw new Error(`STORE must be memory or postgres, received ${store}`)
+  if (store === 'postgres' && databaseUrl() === undefined) {
+    process.stdout.write('unavailable DATABASE_URL is not set\n')
+    return
+  }
+  const app = await buildBaselineApp(store)
+  const url = await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })
+  process.stdout.write(`listening ${url}\n`)
+  process.on('SIGTERM', () => { app.close().then(() => process.exit(0), () => process.exit(1)) })
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) await main()

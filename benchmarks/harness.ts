@@ -1,0 +1,137 @@
+// What run.ts and profile.ts share: starting and stopping a server script, sending a case's
+// request, and loading a server with autocannon over loopback, bounded in time.
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import { commonHeaders } from './cases.js'
+import type { BenchCase, StoreKind } from './cases.js'
+
+/** A compiled script beside this one (dist/benchmarks/). */
+export const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
+
+export interface Server {
+  readonly origin: string
+  /** Distinct SQL texts the server reported (`sql <json>` lines), in order. */
+  readonly statements: readonly string[]
+  /** CPU seconds the server process has used so far (Linux), or undefined where /proc is missing. */
+  cpuSeconds (): number | undefined
+  stop (): Promise<void>
+}
+
+/** utime + stime of a process, from /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s). */
+function cpuSecondsOf (pid: number | undefined): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return undefined
+  }
+}
+
+/** Starts a server script; resolves with its origin once it prints `listening <url>`, or with the reason it prints after `unavailable`. */
+export function startServer (script: string, store: StoreKind, nodeArgs: readonly string[] = []): Promise<Server | { unavailable: string }> {
+  const child = spawn(process.execPath, [...nodeArgs, here(script)], { env: { ...process.env, PORT: '0', STORE: store }, stdio: ['ignore', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    let output = ''
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${script} did not start within 120 s`)) }, 120_000)
+    child.once('exit', code => { clearTimeout(timer); reject(new Error(`${script} exited with ${String(code)} before listening`)) })
+    const statements: string[] = []
+    let started = false
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk
+      const lines = output.split('\n')
+      output = lines.pop() as string
+      for (const line of lines) {
+        if (line.startsWith('sql ')) statements.push(JSON.parse(line.slice(4)) as string)
+        if (started) continue
+        const listening = /^listening (\S+)$/.exec(line)
+        const unavailable = /^unavailable (.*)$/.exec(line)
+        if (listening === null && unavailable === null) continue
+        started = true
+        clearTimeout(timer)
+        child.removeAllListeners('exit')
+        if (unavailable !== null) resolve({ unavailable: unavailable[1] })
+        else resolve({ origin: listening?.[1] as string, statements, cpuSeconds: () => cpuSecondsOf(child.pid), stop: () => stop(child) })
+      }
+    })
+  })
+}
+
+function stop (child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve()
+  return new Promise(resolve => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 5000)
+    child.once('exit', () => { clearTimeout(force); resolve() })
+    child.kill('SIGTERM')
+  })
+}
+
+function requestInit (benchCase: BenchCase) {
+  return {
+    method: benchCase.method,
+    headers: { ...commonHeaders, ...benchCase.headers },
+    body: benchCase.body === undefined ? undefined : JSON.stringify(benchCase.body)
+  }
+}
+
+/** Follows `next` links with pages of 100 (tokens are not bound to the page size) until `depth` items lie behind; returns the last token. */
+export async function tokenAt (origin: string, depth: number): Promise<string> {
+  let path = '/v1/books?pageSize=100'
+  for (let seen = 0; seen < depth; seen += 100) {
+    const response = await fetch(origin + path, { headers: commonHeaders })
+    const body = await response.json() as { links: Array<{ rel: string, href: string }> }
+    const next = body.links.find(link => link.rel === 'next')
+    if (next === undefined) throw new Error(`the collection ends before ${depth} items`)
+    path = next.href
+  }
+  return new URLSearchParams(path.split('?')[1]).get('token') as string
+}
+
+// Tokens are sealed with a random IV and created ids are fresh UUIDv7s: mask them before comparing.
+const mask = (text: string) => text
+  .replace(/token=[A-Za-z0-9_-]+/g, 'token=…')
+  .replace(/01[0-9a-f]{6}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<new id>')
+
+/** What a client sees, for comparing the two sides: status, the headers the contract names, the body. */
+export async function answer (origin: string, path: string, benchCase: BenchCase): Promise<string> {
+  const response = await fetch(origin + path, requestInit(benchCase))
+  // A created record's Last-Modified is the second each side wrote it in.
+  const compared = benchCase.method === 'POST' ? ['content-type', 'etag', 'location'] : ['content-type', 'etag', 'last-modified', 'location']
+  const headers = compared.map(name => `${name}: ${response.headers.get(name) ?? '-'}`)
+  return mask(`${response.status}\n${headers.join('\n')}\n${await response.text()}`)
+}
+
+export interface Measurement {
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  /** Server CPU microseconds per response: barely moved by other processes competing for the cores. */
+  readonly cpuMicros: number | undefined
+}
+
+export async function load (server: Server, path: string, benchCase: BenchCase, seconds: number, connections: number): Promise<Measurement> {
+  const cpuBefore = server.cpuSeconds()
+  const result = await autocannon({
+    url: server.origin + path,
+    ...requestInit(benchCase),
+    connections,
+    pipelining: 1,
+    duration: seconds,
+    timeout: 10
+  })
+  let unexpected = 0
+  for (const [status, stats] of Object.entries(result.statusCodeStats ?? {})) {
+    if (Number(status) !== benchCase.status) unexpected += stats.count ?? 0
+  }
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + unexpected,
+    cpuMicros: cpuBefore === undefined ? undefined : ((server.cpuSeconds() as number) - cpuBefore) * 1e6 / result.requests.total
+  }
+}

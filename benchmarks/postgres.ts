@@ -1,0 +1,70 @@
+// The PostgreSQL cases' database (issue 9, point 2; issue 6, point 8): one schema, seeded once per
+// run through the plugin's own SQL store (so its tables, indexes and column types are the ones
+// measured), then read by both sides. DATABASE_URL names the server; without it those cases skip.
+import pg from 'pg'
+import { postgresStore } from '../lib/stores/sql/index.js'
+import type { Store } from '../lib/index.js'
+import { buildRegistry } from '../lib/registry/index.js'
+import { demoResources } from '../schemas/index.js'
+import { SEED_TIME, generate } from './seed.js'
+
+export const BENCH_SCHEMA = 'api_conventions_bench'
+
+export const databaseUrl = (): string | undefined => process.env.DATABASE_URL === '' ? undefined : process.env.DATABASE_URL
+
+/**
+ * Reports each distinct SQL text a pool runs, once, as a `sql <json>` line on stdout: run.ts
+ * compares the plugin's statements with the baseline's, so the baseline cannot drift from the
+ * store's SQL unnoticed. One Set lookup per query.
+ */
+export function traceStatements (pool: pg.Pool): pg.Pool {
+  const seen = new Set<string>()
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
+  pool.query = ((...args: unknown[]) => {
+    const first = args[0] as string | { text: string }
+    const text = typeof first === 'string' ? first : first.text
+    if (!seen.has(text)) {
+      seen.add(text)
+      process.stdout.write(`sql ${JSON.stringify(text)}\n`)
+    }
+    return query(...args)
+  }) as typeof pool.query
+  return pool
+}
+
+/** The plugin's store on the benchmark schema, over `pool` when given (the caller then ends it). */
+export async function benchPostgresStore (pool?: pg.Pool): Promise<Store> {
+  return await postgresStore(pool === undefined ? { connectionString: databaseUrl(), schema: BENCH_SCHEMA } : { pool, schema: BENCH_SCHEMA })
+}
+
+/** Leaves the database as it was found. */
+export async function dropBenchSchema (): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl() })
+  try {
+    await pool.query(`DROP SCHEMA IF EXISTS "${BENCH_SCHEMA}" CASCADE`)
+  } finally {
+    await pool.end()
+  }
+}
+
+/** Drops and refills the benchmark schema: the seed's authors and books, every row stamped SEED_TIME. */
+export async function seedPostgres (): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl() })
+  try {
+    await pool.query(`DROP SCHEMA IF EXISTS "${BENCH_SCHEMA}" CASCADE`)
+    const store = await benchPostgresStore()
+    const [authors, books] = buildRegistry(demoResources(store))
+    const data = generate()
+    const inBatches = async <T>(rows: readonly T[], write: (row: T) => Promise<unknown>) => {
+      for (let i = 0; i < rows.length; i += 50) await Promise.all(rows.slice(i, i + 50).map(write))
+    }
+    await inBatches(data.authors, author => store.create(authors, author))
+    await inBatches(data.books, book => store.create(books, book))
+    await store.close()
+    // The store stamps rows with now(); Last-Modified must not depend on when the seed ran.
+    for (const name of ['authors', 'books']) await pool.query(`UPDATE "${BENCH_SCHEMA}"."${name}" SET "modified_at" = $1`, [SEED_TIME])
+    await pool.query(`ANALYZE "${BENCH_SCHEMA}"."authors", "${BENCH_SCHEMA}"."books"`)
+  } finally {
+    await pool.end()
+  }
+}

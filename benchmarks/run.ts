@@ -1,0 +1,207 @@
+// `npm run bench` (issue 9, points 1–6; STYLE §10): for each case and store, a fresh plugin server
+// and a fresh baseline server, answers compared, a warm-up, then load by autocannon over loopback,
+// baseline and plugin alternately for several rounds. Prints one line per case, then runs the
+// micro-benchmarks and the paging benchmark, writes the results JSON and renders the chart.
+// Only ratios within one run mean anything: both sides share two cores with the load generator.
+import { spawn } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { cases } from './cases.js'
+import type { BenchCase, StoreKind } from './cases.js'
+import { renderChart } from './chart.js'
+import type { SerializeResult } from './micro/serialize.js'
+import type { FilterParseResult } from './micro/filter-parse.js'
+import type { PagingResult } from './paging.js'
+import { answer, here, load, startServer, tokenAt } from './harness.js'
+import { databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
+import type { Measurement, Server } from './harness.js'
+
+const quick = process.env.BENCH_QUICK === '1'
+const number = (name: string, fallback: number) => process.env[name] === undefined ? fallback : Number(process.env[name])
+const settings = {
+  quick,
+  /** Seconds per measurement, per side and round. */
+  duration: number('BENCH_DURATION', quick ? 1 : 3),
+  /** Seconds of load on each side before the measured rounds. */
+  warmup: number('BENCH_WARMUP', quick ? 1 : 2),
+  rounds: number('BENCH_ROUNDS', quick ? 2 : 3),
+  connections: number('BENCH_CONNECTIONS', 10),
+  stores: (process.env.BENCH_STORES ?? 'memory,postgres').split(',') as StoreKind[],
+  /** Only cases whose `store/name` matches this regular expression. */
+  only: new RegExp(process.env.BENCH_CASES ?? '.')
+}
+
+// Compiled to dist/benchmarks/; results live in the source tree, beside this file's source.
+const resultsDir = fileURLToPath(new URL('../../benchmarks/results/', import.meta.url))
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+interface CaseResult {
+  readonly store: StoreKind
+  readonly name: string
+  readonly description: string
+  readonly target: number | null
+  readonly baseline: readonly Measurement[]
+  readonly plugin: readonly Measurement[]
+  readonly baselineRps: number
+  readonly pluginRps: number
+  /** Median of the per-round ratios: each round's two measurements are neighbours in time. */
+  readonly ratio: number
+  /** Median per-round baseline ÷ plugin server CPU per response: the same question, far less sensitive to noise. */
+  readonly cpuRatio: number | null
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  /** Both sides answered the same status, headers and body (tokens and new ids masked). */
+  readonly sameAnswer: boolean
+  readonly mismatch?: { baseline: string, plugin: string }
+  /** Both sides ran the same SQL statements (true where there is no SQL). */
+  readonly sameSql: boolean
+  readonly differentSql?: { baseline: readonly string[], plugin: readonly string[] }
+}
+
+async function runCase (store: StoreKind, benchCase: BenchCase, plugin: Server, baseline: Server): Promise<CaseResult> {
+  // Each side walks to its own token: how a token binds to its query is each side's business.
+  const pathOn = async (server: Server) => benchCase.tokenDepth === undefined
+    ? benchCase.path
+    : benchCase.path.replace('{token}', await tokenAt(server.origin, benchCase.tokenDepth))
+  const paths = { baseline: await pathOn(baseline), plugin: await pathOn(plugin) }
+  const baselineAnswer = await answer(baseline.origin, paths.baseline, benchCase)
+  const pluginAnswer = await answer(plugin.origin, paths.plugin, benchCase)
+  await load(baseline, paths.baseline, benchCase, settings.warmup, settings.connections)
+  await load(plugin, paths.plugin, benchCase, settings.warmup, settings.connections)
+  const sides = { baseline: [] as Measurement[], plugin: [] as Measurement[] }
+  for (let round = 0; round < settings.rounds; round++) {
+    sides.baseline.push(await load(baseline, paths.baseline, benchCase, settings.duration, settings.connections))
+    sides.plugin.push(await load(plugin, paths.plugin, benchCase, settings.duration, settings.connections))
+  }
+  // PostgreSQL: the statements on the data each side ran during the whole case, as sets (the plugin
+  // may run one twice); the store's own bookkeeping (schema check, migration) is left out.
+  const onData = (server: Server) => [...new Set(server.statements.filter(text => text.includes(' AS "t0"')))].sort()
+  const differentSql = onData(plugin).join('\n') === onData(baseline).join('\n') ? undefined : { baseline: onData(baseline), plugin: onData(plugin) }
+  const sameAnswer = baselineAnswer === pluginAnswer
+  return {
+    store,
+    name: benchCase.name,
+    description: benchCase.description,
+    target: benchCase.targets?.[store] ?? null,
+    ...sides,
+    baselineRps: median(sides.baseline.map(m => m.rps)),
+    pluginRps: median(sides.plugin.map(m => m.rps)),
+    ratio: median(sides.plugin.map((m, i) => m.rps / sides.baseline[i].rps)),
+    cpuRatio: sides.plugin.every(m => m.cpuMicros !== undefined) ? median(sides.plugin.map((m, i) => (sides.baseline[i].cpuMicros as number) / (m.cpuMicros as number))) : null,
+    p50: median(sides.plugin.map(m => m.p50)),
+    p99: median(sides.plugin.map(m => m.p99)),
+    errors: [...sides.baseline, ...sides.plugin].reduce((sum, m) => sum + m.errors, 0),
+    sameAnswer,
+    ...(sameAnswer ? {} : { mismatch: { baseline: baselineAnswer, plugin: pluginAnswer } }),
+    sameSql: differentSql === undefined,
+    ...(differentSql === undefined ? {} : { differentSql })
+  }
+}
+
+const columns = [32, 16, 14, 8, 8, 8, 8, 11]
+const row = (cells: readonly string[]) => cells.map((cell, i) => i === 0 ? cell.padEnd(columns[i]) : cell.padStart(columns[i])).join('')
+
+function line (result: CaseResult): string {
+  const notes = [
+    result.target !== null && result.ratio < result.target ? `below target ${result.target.toFixed(2)}` : '',
+    result.sameAnswer ? '' : 'ANSWERS DIFFER',
+    result.sameSql ? '' : 'SQL DIFFERS'
+  ].filter(note => note !== '').join(', ')
+  return row([`${result.store}/${result.name}`, result.baselineRps.toFixed(0), result.pluginRps.toFixed(0), result.ratio.toFixed(2),
+    result.p50.toFixed(1), result.p99.toFixed(1), String(result.errors), result.cpuRatio?.toFixed(2) ?? '-']) + (notes === '' ? '' : `  ${notes}`)
+}
+
+/** Runs a compiled micro-benchmark script, which prints its results as one JSON line last. */
+function runScript (script: string, args: readonly string[] = []): Promise<unknown> {
+  const child = spawn(process.execPath, [here(script), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env })
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  return new Promise((resolve, reject) => {
+    child.once('exit', code => {
+      const lines = output.trimEnd().split('\n')
+      process.stdout.write(lines.slice(0, -1).map(text => `${text}\n`).join(''))
+      if (code !== 0) reject(new Error(`${script} exited with ${String(code)}`))
+      else resolve(JSON.parse(lines[lines.length - 1]))
+    })
+  })
+}
+
+async function main () {
+  const started = Date.now()
+  process.stdout.write(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}; ${settings.rounds} rounds of ${settings.duration} s after ${settings.warmup} s warm-up, ${settings.connections} connections\n\n`)
+  process.stdout.write(row(['case', 'baseline req/s', 'plugin req/s', 'ratio', 'p50 ms', 'p99 ms', 'errors', 'cpu ratio']) + '\n')
+  const results: CaseResult[] = []
+  const skipped: Array<{ store: StoreKind, reason: string }> = []
+  for (const store of settings.stores) {
+    const selected = cases.filter(c => c.stores.includes(store) && settings.only.test(`${store}/${c.name}`))
+    if (selected.length === 0) continue
+    if (store === 'postgres') {
+      if (databaseUrl() === undefined) {
+        skipped.push({ store, reason: 'DATABASE_URL is not set' })
+        process.stdout.write('postgres: skipped (DATABASE_URL is not set)\n')
+        continue
+      }
+      const seeding = Date.now()
+      await seedPostgres()
+      process.stdout.write(`postgres: seeded in ${((Date.now() - seeding) / 1000).toFixed(0)} s\n`)
+    }
+    for (const benchCase of selected) {
+      const plugin = await startServer('./server.js', store)
+      if ('unavailable' in plugin) {
+        skipped.push({ store, reason: plugin.unavailable })
+        process.stdout.write(`${store}: skipped (${plugin.unavailable})\n`)
+        break
+      }
+      const baseline = await startServer('./baseline.js', store)
+      try {
+        if ('unavailable' in baseline) throw new Error(`the baseline has no ${store} store: ${baseline.unavailable}`)
+        const result = await runCase(store, benchCase, plugin, baseline)
+        results.push(result)
+        process.stdout.write(line(result) + '\n')
+        if (result.mismatch !== undefined) process.stdout.write(`  baseline:\n${result.mismatch.baseline}\n  plugin:\n${result.mismatch.plugin}\n`)
+        if (result.differentSql !== undefined) process.stdout.write(`  baseline SQL:\n    ${result.differentSql.baseline.join('\n    ')}\n  plugin SQL:\n    ${result.differentSql.plugin.join('\n    ')}\n`)
+      } finally {
+        await plugin.stop()
+        if (!('unavailable' in baseline)) await baseline.stop()
+      }
+    }
+    if (store === 'postgres') await dropBenchSchema()
+  }
+
+  const quickArgs = quick ? ['--quick'] : []
+  process.stdout.write('\n')
+  const micro = process.env.BENCH_SKIP_MICRO === '1'
+    ? null
+    : {
+        serialize: await runScript('./micro/serialize.js', quickArgs) as SerializeResult,
+        filterParse: await runScript('./micro/filter-parse.js', quickArgs) as FilterParseResult,
+        paging: await runScript('./paging.js', quickArgs) as PagingResult
+      }
+
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30) },
+    settings: { ...settings, only: settings.only.source },
+    seconds: Math.round((Date.now() - started) / 1000),
+    cases: results,
+    skipped,
+    micro
+  }
+  mkdirSync(resultsDir, { recursive: true })
+  const name = quick ? 'quick' : 'latest'
+  writeFileSync(`${resultsDir}${name}.json`, JSON.stringify(report, null, 2) + '\n')
+  if (!quick) writeFileSync(`${resultsDir}ratios.svg`, await renderChart(report))
+  process.stdout.write(`\nwrote benchmarks/results/${name}.json${quick ? '' : ' and ratios.svg'} in ${report.seconds} s\n`)
+  // Every response must have been the intended one, on both sides, with the same bytes.
+  if (results.some(result => result.errors > 0 || !result.sameAnswer || !result.sameSql)) process.exitCode = 1
+}
+
+await main()

@@ -1,0 +1,78 @@
+// The plugin side of the benchmark (issue 9, point 1): the demo service's configuration of the
+// plugin over a store seeded with benchmarks/seed.ts. PORT from the environment (0 = any free
+// port), STORE memory (default) or postgres; prints `listening <url>` once ready, which run.ts
+// waits for, or `unavailable <why>`.
+import { pathToFileURL } from 'node:url'
+import Fastify from 'fastify'
+import pg from 'pg'
+import type { FastifyInstance } from 'fastify'
+import apiConventions, { createClientErrorHandler, genReqId, memoryStore } from '../lib/index.js'
+import type { ApiConventionsOptions, Store } from '../lib/index.js'
+import { buildRegistry } from '../lib/registry/index.js'
+import { loadConfig } from '../lib/demo/config.js'
+import type { DemoConfig } from '../lib/demo/config.js'
+import { demoSecurityOptions } from '../lib/demo/app.js'
+import { demoResources } from '../schemas/index.js'
+import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
+import { benchPostgresStore, databaseUrl, traceStatements } from './postgres.js'
+
+/** The demo's settings, with a rate limit no benchmark reaches and a fixed paging-token key. */
+export function benchConfig (env: Record<string, string | undefined>): DemoConfig {
+  // The store is chosen by STORE below, not by the demo's settings.
+  return loadConfig({ RATE_LIMIT_MAX: '100000000', CURSOR_SECRET, ...env, STORE: 'memory', DATABASE_URL: undefined, PORT: env.PORT ?? '0' })
+}
+
+/** The memory store with the seed loaded, every record stamped SEED_TIME. */
+export async function seededMemoryStore (authorCount?: number, bookCount?: number): Promise<Store> {
+  let clock = SEED_TIME
+  const store = memoryStore({ now: () => clock })
+  const [authors, books] = buildRegistry(demoResources(store))
+  const data = generate(authorCount, bookCount)
+  for (const author of data.authors) await store.create(authors, author)
+  for (const book of data.books) await store.create(books, book)
+  // Records created during the run get a later time, like in the demo.
+  clock = new Date(SEED_TIME.getTime() + 1000)
+  return store
+}
+
+/**
+ * What lib/demo/app.ts buildDemoApp() does, over a store we seeded (the demo builds its own store
+ * and offers no way to hand it one: see notes/perf-findings.md), without Redis and without a
+ * logger (logging is the host's choice, and the baseline logs nothing either). Keep it in step with
+ * buildDemoApp, so every convention the demo turns on is on in the benchmark too. `overrides`
+ * turn conventions off for ablation.ts.
+ */
+export async function buildPluginApp (config: DemoConfig, store: Store, overrides: Partial<ApiConventionsOptions> = {}): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, genReqId, clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }) })
+  app.addHook('onClose', async function closeStore () { await store.close() })
+  app.get('/health', function health () { return { status: 'ok' } })
+  await app.register(apiConventions, {
+    prefix: '/v1',
+    resources: demoResources(store),
+    cursorSecret: config.cursorSecret,
+    requireIfMatch: config.requireIfMatch,
+    ...demoSecurityOptions(config),
+    ...overrides
+  })
+  return app
+}
+
+async function main () {
+  const kind = process.env.STORE ?? 'memory'
+  if (kind !== 'memory' && kind !== 'postgres') throw new Error(`STORE must be memory or postgres, received ${kind}`)
+  if (kind === 'postgres' && databaseUrl() === undefined) {
+    process.stdout.write('unavailable DATABASE_URL is not set\n')
+    return
+  }
+  const config = benchConfig(process.env)
+  // PostgreSQL: run.ts seeded the schema once (seedPostgres); every server reads it, and reports
+  // its statements so run.ts can check the baseline runs the same ones.
+  const pool = kind === 'postgres' ? traceStatements(new pg.Pool({ connectionString: databaseUrl() })) : undefined
+  const store = pool === undefined ? await seededMemoryStore() : await benchPostgresStore(pool)
+  const app = await buildPluginApp(config, store)
+  const url = await app.listen({ port: config.port, host: '127.0.0.1' })
+  process.stdout.write(`listening ${url}\n`)
+  process.on('SIGTERM', () => { app.close().then(async () => { await pool?.end() }).then(() => process.exit(0), () => process.exit(1)) })
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) await main()

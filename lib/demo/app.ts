@@ -1,0 +1,78 @@
+// The demo service (demo-service.md): authors and books under /v1, /health, on the configured store,
+// with its bearer tokens, legacy API keys, allowed origins and rate limit (shared through Redis).
+import { createHash } from 'node:crypto'
+import Fastify from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import { Redis } from 'ioredis'
+import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, genReqId, secretTable } from '../index.js'
+import type { ApiConventionsOptions } from '../index.js'
+import { demoResources } from '../../schemas/index.js'
+import { ConfigError } from './config.js'
+import type { DemoConfig, Right } from './config.js'
+import { createDemoStore } from './store.js'
+
+/** Who called: a non-secret id (a digest of the credential, the rate-limit key) and the right. */
+export interface DemoPrincipal { readonly id: string, readonly right: Right }
+
+const readMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+function principals (kind: string, credentials: ReadonlyMap<string, Right>): Array<[string, DemoPrincipal]> {
+  return [...credentials].map(([secret, right]) => [secret, { id: `${kind}:${createHash('sha256').update(secret).digest('base64url').slice(0, 16)}`, right }])
+}
+
+/**
+ * The demo's security options (API_TOKENS, API_KEYS, ALLOWED_ORIGINS, RATE_LIMIT_*): `read`
+ * allows GET/HEAD/OPTIONS only, `write` everything; anything else is 403.
+ */
+export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<ApiConventionsOptions, 'auth' | 'cors' | 'rateLimit'> {
+  const token = secretTable(principals('token', config.apiTokens))
+  return {
+    auth: defineAuth<DemoPrincipal>({
+      realm: 'demo',
+      bearer: presented => token(presented),
+      // An empty API_KEYS turns the legacy method off.
+      apiKeys: config.apiKeys.size > 0 ? principals('key', config.apiKeys) : undefined,
+      authorize: ({ principal, method }) => principal.right === 'write' || readMethods.has(method)
+    }),
+    cors: { origins: config.allowedOrigins },
+    rateLimit: { max: config.rateLimitMax, timeWindow: config.rateLimitWindow, redis }
+  }
+}
+
+/** The Redis client for shared rate-limit counters, connected now so a bad REDIS_URL stops start-up. */
+async function connectRedis (url: string): Promise<Redis> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  try {
+    await redis.connect()
+  } catch (error) {
+    redis.disconnect()
+    throw new ConfigError('REDIS_URL', `cannot be reached (${(error as Error).message})`)
+  }
+  return redis
+}
+
+export async function buildDemoApp (config: DemoConfig, serverOptions: FastifyServerOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    genReqId,
+    clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }),
+    frameworkErrors: createFrameworkErrorHandler({ prefix: '/v1' }),
+    // Five audit headers of up to 8 KB each must fit: Node's default allows 16 KB of headers in all.
+    http: { maxHeaderSize: 65536 },
+    ...serverOptions
+  })
+  const store = await createDemoStore(config, app.log)
+  app.addHook('onClose', async function closeStore () { await store.close() })
+  // A Redis that cannot be reached stops start-up; the store made above is closed first.
+  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl).catch(async (error: unknown) => { await app.close(); throw error })
+  if (redis !== undefined) app.addHook('onClose', async function closeRedis () { await redis.quit() })
+  app.get('/health', function health () { return { status: 'ok' } })
+  await app.register(apiConventions, {
+    prefix: '/v1',
+    resources: demoResources(store),
+    cursorSecret: config.cursorSecret,
+    requireIfMatch: config.requireIfMatch,
+    openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors and their books: the demo service of fastify-api-conventions.' },
+    ...demoSecurityOptions(config, redis)
+  })
+  return app
+}

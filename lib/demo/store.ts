@@ -1,0 +1,30 @@
+// The demo's store, chosen by STORE (demo-service.md "Starting it"): PGlite in DATA_DIR by
+// default, PostgreSQL at DATABASE_URL, or memory. Whoever creates a store closes it (app.ts).
+import type { FastifyBaseLogger } from 'fastify'
+import { memoryStore } from '../stores/memory.js'
+import { pgliteStore, postgresStore } from '../stores/sql/index.js'
+import type { Store } from '../stores/store.js'
+import { ConfigError } from './config.js'
+import type { DemoConfig } from './config.js'
+
+/** A store that cannot be opened stops start-up with one line naming the setting to fix. */
+export async function createDemoStore (config: DemoConfig, log: FastifyBaseLogger): Promise<Store> {
+  switch (config.store) {
+    case 'memory':
+      log.info('store: memory (nothing is kept across restarts)')
+      return memoryStore()
+    case 'pglite':
+      log.info({ dataDir: config.dataDir }, 'store: embedded PostgreSQL (PGlite)')
+      return await pgliteStore({ dataDir: config.dataDir }).catch((error: unknown) => {
+        throw new ConfigError('DATA_DIR', `cannot open the embedded database in '${config.dataDir}' (${String(error)})`)
+      })
+    case 'postgres': {
+      // The password never reaches the log or the terminal.
+      const url = String(config.databaseUrl).replace(/:[^:@/]*@/, ':***@')
+      log.info({ url }, 'store: PostgreSQL')
+      return await postgresStore({ connectionString: config.databaseUrl }).catch((error: unknown) => {
+        throw new ConfigError('DATABASE_URL', `cannot connect to ${url} (${String(error)})`)
+      })
+    }
+  }
+}

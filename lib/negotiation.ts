@@ -1,0 +1,40 @@
+// Response format negotiation (spec "Request headers": Accept, default application/json):
+// resource routes answer JSON or XML (formats/negotiate.ts); an Accept nothing we produce can
+// satisfy is 406.
+import Negotiator from 'negotiator'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { NotAcceptableError } from './errors.js'
+import { addVary, negotiateFormat, produced } from './formats/negotiate.js'
+import type { ResponseFormats } from './formats/index.js'
+
+// Offered with the charset we send, so `Accept: application/json; charset=utf-8` matches too.
+const offered = new WeakMap<readonly string[], string[]>()
+function offersOf (types: readonly string[]): string[] {
+  let list = offered.get(types)
+  if (list === undefined) offered.set(types, list = types.map(type => `${type}; charset=utf-8`))
+  return list
+}
+
+/** Route `config` of a route that answers another media type (the HTML problem pages, docs). */
+export interface ProducesConfig { readonly produces?: readonly string[] }
+
+export function createAcceptCheck (formats: ResponseFormats) {
+  return function checkAccept (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) {
+    const accept = request.headers.accept
+    const available = (request.routeOptions.config as ProducesConfig).produces
+    if (available === undefined) {
+      // JSON or XML by Accept: caches must key on it (RFC 9110 §12.5.5), 406 included.
+      addVary(reply, 'Accept')
+      const format = negotiateFormat(accept)
+      if (format === undefined) return done(new NotAcceptableError(produced.join(', ')))
+      if (format === 'xml') formats.useXml(request, reply)
+      return done()
+    }
+    // Fast path for what nearly every client sends.
+    if (accept === undefined || accept === '*/*') return done()
+    if (new Negotiator({ headers: { accept } }).mediaType(offersOf(available)) === undefined) {
+      return done(new NotAcceptableError(available.join(', ')))
+    }
+    done()
+  }
+}

@@ -1,0 +1,153 @@
+// The OpenAPI 3.1 definition and the reference page (spec "What the service does" 2, 3: every
+// method and the hypermedia links documented): @fastify/swagger collects the complete route
+// schemas of routes/route-schema.ts; `{prefix}/openapi.json` serves the document and
+// `{prefix}/docs` renders it with Scalar, from the package's own bundle (no CDN).
+import swagger from '@fastify/swagger'
+import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
+import scalar from '@scalar/fastify-api-reference'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { ResolvedOptions } from './options.js'
+import type { ResourceModel } from './registry/model.js'
+import { schemaNames } from './registry/derive.js'
+import type { JsonSchema } from './registry/derive.js'
+import { componentNames, documentedRouteSchema, openApiRouteSchema, securitySchemes } from './routes/route-schema.js'
+import type { SchemaOptions } from './routes/route-schema.js'
+import type { ProducesConfig } from './negotiation.js'
+
+const navigationRels = ['self', 'first', 'prev', 'next', 'last']
+
+// The page runs Scalar's bundle and its inline start-up script, injects styles, and fetches the
+// document from this origin; nothing else, and never framed.
+const docsContentSecurityPolicy = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+/**
+ * Registers @fastify/swagger (before any route, or routes go undocumented), the document's route
+ * and the reference page. The shared schemas (`Book`, `BookList`, `Problem` …) become named components.
+ */
+export async function registerOpenApi (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], schemaOptions: SchemaOptions) {
+  if (options.errorFormat === 'envelope') {
+    app.addSchema({ $id: componentNames.problemEnvelope, type: 'object', properties: { errors: { $ref: `${componentNames.problem}#` } }, required: ['errors'] })
+  }
+  const prefix = app.prefix
+  const schemes = securitySchemes(options)
+  const info = options.openapi
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: info.title, version: info.version, description: info.description ?? describeApi(models) },
+      servers: [{ url: prefix === '' ? '/' : prefix }],
+      tags: [
+        ...models.map(model => ({ name: model.name, description: `The ${model.name} collection and its items.` })),
+        { name: 'documentation', description: 'This document and the problem type pages.' }
+      ],
+      components: { securitySchemes: schemes },
+      // Any one of the configured methods is enough.
+      security: Object.keys(schemes).map(name => ({ [name]: [] }))
+    },
+    exposeHeadRoutes: true,
+    // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
+    refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
+    transform: documentRoute,
+    transformObject: document => documentLinks(document, models, options.links)
+  })
+
+  // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.
+  let document = ''
+  app.addHook('onReady', function buildDocument (done) {
+    document = JSON.stringify(app.swagger())
+    done()
+  })
+  const json: ProducesConfig = { produces: ['application/json'] }
+  app.get('/openapi.json', { config: { ...json, public: true }, schema: openApiRouteSchema(schemaOptions) }, function serveOpenApi (_request: FastifyRequest, reply: FastifyReply) {
+    return reply.type('application/json; charset=utf-8').send(document)
+  })
+  await app.register(docsPage, { url: `${prefix}/openapi.json`, title: info.title })
+}
+
+/** Scalar's routes (`/docs`, its redirect and its script), public and with the CSP the page needs. */
+async function docsPage (app: FastifyInstance, { url, title }: { url: string, title: string }) {
+  app.addHook('onRoute', function configureDocsRoute (route: RouteOptions) {
+    const config: ProducesConfig = { produces: ['text/html', 'application/javascript'] }
+    route.config = { ...route.config, ...config, public: true, contentSecurityPolicy: docsContentSecurityPolicy }
+  })
+  await app.register(scalar, {
+    routePrefix: '/docs',
+    // Offline and self-contained: the bundled script (Scalar's default here), no web fonts, no
+    // telemetry, none of the hosted services (AI agent, MCP, developer tools), no favicon request.
+    configuration: {
+      url,
+      pageTitle: title,
+      withDefaultFonts: false,
+      telemetry: false,
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      showDeveloperTools: 'never',
+      favicon: 'data:,'
+    }
+  })
+}
+
+type RouteSchema = Record<string, unknown> & { body?: JsonSchema & { $id?: string } }
+interface OpenApiObject { components: { schemas: Record<string, JsonSchema> } }
+/** The OpenAPI object @fastify/swagger builds; this module only asks for `openapi`, never `swagger`. */
+const openApiOf = (document: Parameters<SwaggerTransformObject>[0]) => (document as { openapiObject: unknown }).openapiObject as OpenApiObject
+
+/** Per route, at document time: the schema as documented (route-schema.ts), its body as a named component. */
+const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, route, ...document }) {
+  // Routes without an operationId are the hidden ones (this page's, CORS preflight).
+  if ((schema as RouteSchema | undefined)?.operationId === undefined) return { schema, url }
+  const documented = documentedRouteSchema(schema as RouteSchema, String(route.method)) as RouteSchema
+  const body = documented.body
+  if (body?.$id === undefined) return { schema: documented, url }
+  const { $id, ...component } = body
+  openApiOf(document).components.schemas[$id] = component
+  return { schema: { ...documented, body: { $ref: `#/components/schemas/${$id}` } }, url }
+}
+
+/**
+ * The link objects and their `rel` values, per envelope (spec "Page links", "Link object"): the
+ * serializer's schemas (registry/derive.ts) accept any rel; the document names the ones sent.
+ */
+function documentLinks (document: Parameters<SwaggerTransformObject>[0], models: readonly ResourceModel[], format: 'array' | 'object') {
+  const openapi = openApiOf(document)
+  const schemas = openapi.components.schemas
+  for (const model of models) {
+    const names = schemaNames(model)
+    setLinks(schemas[names.list], model, navigationRels, format)
+    setLinks(schemas[names.single], model, [], format)
+  }
+  return openapi
+}
+
+function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: readonly string[], format: 'array' | 'object') {
+  const related = [...model.relations.keys()]
+  const link = (rel: JsonSchema, extra: Record<string, JsonSchema> = {}): JsonSchema => ({
+    type: 'object',
+    properties: { rel, href: { type: 'string', format: 'uri-reference', description: 'URL in the same versioned namespace.' }, ...extra },
+    required: ['rel', 'href']
+  })
+  const owner = { [model.singular]: { type: 'string', description: `The ${model.idField} of the ${model.singular} this related resource belongs to.` } }
+  const rels = [
+    ...navigation.map(rel => `${rel} (navigation)`),
+    ...related.map(rel => `${rel} (related, with include=${rel})`)
+  ]
+  const description = rels.length === 0 ? 'Links; none are sent for this resource.' : `Links, rel one of: ${rels.join(', ')}.`
+  const properties = envelope.properties as Record<string, JsonSchema>
+  if (format === 'array') {
+    properties.links = { type: 'array', description, items: link({ type: 'string', enum: [...navigation, ...related] }, owner) }
+    return
+  }
+  const keyed: Record<string, JsonSchema> = {}
+  for (const rel of navigation) keyed[rel] = link({ type: 'string', enum: [rel] })
+  for (const rel of related) keyed[rel] = { type: 'array', items: link({ type: 'string', enum: [rel] }, owner) }
+  properties.links = { type: 'object', description: `${description} Keyed by rel: navigation rels hold one link, related ones an array.`, properties: keyed, additionalProperties: false }
+}
+
+function describeApi (models: readonly ResourceModel[]): string {
+  return [
+    `Resources: ${models.map(model => model.name).join(', ')}. Each collection is /{resources}, each item /{resources}/{id}.`,
+    'Errors are application/problem+json (RFC 7807) with invalidParams naming each offending parameter; the problem `type` URLs lead to a page per error code.',
+    'A method a path does not list answers 405 with Allow; OPTIONS lists the allowed methods.',
+    'Collections are paged (token paging by default, or offset/pageOffset), with navigation links in `links`.'
+  ].join('\n\n')
+}

@@ -1,0 +1,147 @@
+// Plugin options: their types, defaults and checks. resolveOptions() runs once at registration
+// and fails at boot with a coded error naming the option and the value received (STYLE §3).
+import type { TObject } from '@sinclair/typebox'
+import type { ResourceDefinition } from './registry/define.js'
+import { OptionsInvalidError } from './errors.js'
+import { randomCursorSecret } from './query/cursor.js'
+import { resolveAuth } from './security/auth.js'
+import type { AuthOptions, ResolvedAuth } from './security/auth.js'
+import { resolveCors } from './security/cors.js'
+import type { CorsOptions, ResolvedCors } from './security/cors.js'
+import { resolveRateLimit } from './security/rate-limit.js'
+import type { RateLimitOptions, ResolvedRateLimit } from './security/rate-limit.js'
+import { resolveDeprecation } from './security/deprecation.js'
+import type { DeprecationHeaders, DeprecationOptions } from './security/deprecation.js'
+import { resolveHeaderValue, resolveResourcePolicies } from './security/headers.js'
+import type { ResolvedResourcePolicy, ResourcePolicy } from './security/headers.js'
+import { positiveInteger } from './security/limits.js'
+
+export interface ApiConventionsOptions {
+  readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
+  /** `flat`: RFC 7807 members at the top level (default); `envelope`: the same members under `errors`. */
+  readonly errorFormat?: 'flat' | 'envelope'
+  /** `nested`: one resource as `data.{singular}` (default); `flat`: directly in `data`. */
+  readonly singleResource?: 'nested' | 'flat'
+  /** `array` of link objects (default), or an `object` keyed by relation. */
+  readonly links?: 'array' | 'object'
+  /** Also put `total` at the root of a collection response, as the spec's text does (it is always in `meta`). */
+  readonly totalAtRoot?: boolean
+  /** Paging used when a request names none: `token` (default, keyset) or `offset`. */
+  readonly paging?: 'token' | 'offset'
+  /** Key(s) for continuation tokens, newest first; instances sharing a store must share them. Default: random per process. */
+  readonly cursorSecret?: string | readonly string[]
+  /** Lifetime of a continuation token, in seconds. Default 86400. */
+  readonly cursorTtlSeconds?: number
+  /** Base of the problem `type` URLs; the code's slug is appended. Default `{prefix}/problems/`, served by the plugin. */
+  readonly problemTypeBase?: string
+  /** Writes (PUT, PATCH, DELETE) without If-Match get 428. Default false; resources may override. */
+  readonly requireIfMatch?: boolean
+  /** Authentication (Bearer required, Basic and x-api-key optional) and the authorization check. Default: none required. */
+  readonly auth?: AuthOptions
+  /** Origins allowed in `Origin`; any other Origin is 403. Default: none allowed. */
+  readonly cors?: CorsOptions
+  /** Requests per client per window, 429 beyond. Default: off (a gateway may limit instead). */
+  readonly rateLimit?: RateLimitOptions | false
+  /** Cache-Control of every response. Default `no-store`. */
+  readonly cacheControl?: string
+  /** Marks the whole API deprecated: Deprecation, Sunset and Link on every response. */
+  readonly deprecation?: DeprecationOptions
+  /** Per-resource Cache-Control and deprecation, keyed by resource name. */
+  readonly resourcePolicies?: Readonly<Record<string, ResourcePolicy>>
+  /** Longest query string, in characters; longer gets 414. Default 4096. */
+  readonly maxQueryLength?: number
+  /** Largest request body, in bytes, on the plugin's routes; larger gets 413. Default: Fastify's bodyLimit. */
+  readonly bodyLimit?: number
+  /** Longest time a handler may take, in milliseconds; longer gets 503. Default: no limit. */
+  readonly handlerTimeout?: number
+  /** The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of the resources. */
+  readonly openapi?: { readonly title?: string, readonly version?: string, readonly description?: string }
+}
+
+export interface ResolvedOptions {
+  readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
+  readonly errorFormat: 'flat' | 'envelope'
+  readonly singleResource: 'nested' | 'flat'
+  readonly links: 'array' | 'object'
+  readonly totalAtRoot: boolean
+  readonly paging: 'token' | 'offset'
+  readonly cursorSecrets: readonly string[]
+  /** True when no secret was configured and a random one is in use. */
+  readonly cursorSecretGenerated: boolean
+  readonly cursorTtlSeconds: number
+  readonly problemTypeBase: string | undefined
+  readonly requireIfMatch: boolean
+  readonly auth: ResolvedAuth | null
+  readonly cors: ResolvedCors
+  readonly rateLimit: ResolvedRateLimit | null
+  readonly cacheControl: string
+  readonly deprecation: DeprecationHeaders | undefined
+  readonly resourcePolicies: ReadonlyMap<string, ResolvedResourcePolicy>
+  readonly maxQueryLength: number
+  readonly bodyLimit: number | undefined
+  readonly handlerTimeout: number | undefined
+  readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined }
+}
+
+function oneOf<T extends string> (options: Record<string, unknown>, name: string, allowed: readonly T[], fallback: T): T {
+  const value = options[name]
+  if (value === undefined) return fallback
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T
+  throw new OptionsInvalidError(`${name} must be one of ${allowed.map(a => `'${a}'`).join(', ')}, received ${JSON.stringify(value)}`)
+}
+
+function flag (options: Record<string, unknown>, name: string): boolean {
+  const value = options[name]
+  if (value === undefined || typeof value === 'boolean') return value === true
+  throw new OptionsInvalidError(`${name} must be a boolean, received ${JSON.stringify(value)}`)
+}
+
+export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
+  const options = given as unknown as Record<string, unknown>
+  if (!Array.isArray(options.resources) || options.resources.length === 0) {
+    throw new OptionsInvalidError(`resources must be a non-empty array of defineResource() results, received ${typeof options.resources}`)
+  }
+  const secret = options.cursorSecret
+  const secrets = secret === undefined ? [randomCursorSecret()] : typeof secret === 'string' ? [secret] : secret
+  if (!Array.isArray(secrets) || secrets.some(s => typeof s !== 'string' || s.length < 16)) {
+    throw new OptionsInvalidError('cursorSecret must be a string of at least 16 characters, or an array of them (newest first)')
+  }
+  const ttl = options.cursorTtlSeconds ?? 86400
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) throw new OptionsInvalidError(`cursorTtlSeconds must be a positive number, received ${JSON.stringify(ttl)}`)
+  const typeBase = options.problemTypeBase
+  if (typeBase !== undefined && typeof typeBase !== 'string') throw new OptionsInvalidError(`problemTypeBase must be a string, received ${JSON.stringify(typeBase)}`)
+  return Object.freeze({
+    resources: options.resources,
+    errorFormat: oneOf(options, 'errorFormat', ['flat', 'envelope'], 'flat'),
+    singleResource: oneOf(options, 'singleResource', ['nested', 'flat'], 'nested'),
+    links: oneOf(options, 'links', ['array', 'object'], 'array'),
+    totalAtRoot: flag(options, 'totalAtRoot'),
+    paging: oneOf(options, 'paging', ['token', 'offset'], 'token'),
+    cursorSecrets: Object.freeze([...secrets]),
+    cursorSecretGenerated: secret === undefined,
+    cursorTtlSeconds: ttl,
+    problemTypeBase: typeBase,
+    requireIfMatch: flag(options, 'requireIfMatch'),
+    auth: resolveAuth(options.auth),
+    cors: resolveCors(options.cors),
+    rateLimit: resolveRateLimit(options.rateLimit),
+    cacheControl: resolveHeaderValue(options.cacheControl, 'cacheControl') ?? 'no-store',
+    deprecation: resolveDeprecation(options.deprecation, 'deprecation'),
+    resourcePolicies: resolveResourcePolicies(options.resourcePolicies, (options.resources as Array<{ name: string } | null>).map(r => String(r?.name))),
+    maxQueryLength: positiveInteger(options.maxQueryLength, 'maxQueryLength') ?? 4096,
+    bodyLimit: positiveInteger(options.bodyLimit, 'bodyLimit'),
+    handlerTimeout: positiveInteger(options.handlerTimeout, 'handlerTimeout'),
+    openapi: resolveOpenApiInfo(options.openapi)
+  })
+}
+
+function resolveOpenApiInfo (value: unknown): ResolvedOptions['openapi'] {
+  const given = (value ?? {}) as Record<string, unknown>
+  if (typeof given !== 'object') throw new OptionsInvalidError(`openapi must be an object { title?, version?, description? }, received ${JSON.stringify(value)}`)
+  const text = (name: string, fallback?: string) => {
+    const field = given[name] ?? fallback
+    if (field !== undefined && (typeof field !== 'string' || field.trim() === '')) throw new OptionsInvalidError(`openapi.${name} must be a non-empty string, received ${JSON.stringify(field)}`)
+    return field as string
+  }
+  return Object.freeze({ title: text('title', 'HTTP JSON API'), version: text('version', '1.0.0'), description: text('description') })
+}

@@ -1,0 +1,142 @@
+// The one error path (spec "Errors" 1, 2; STYLE §6): every error, not-found and 405 leaves as
+// application/problem+json, flat (RFC 7807) or under `errors` (or as application/problem+xml
+// when Accept prefers XML), and 5xx never leak internals.
+import { STATUS_CODES } from 'node:http'
+import fastJson from 'fast-json-stringify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, withHeaders } from './errors.js'
+import type { InvalidParam, ProblemExtras } from './errors.js'
+import { toInvalidParams } from './validation.js'
+import { wantsXmlProblem } from './formats/negotiate.js'
+import { problemXmlMediaType, writeProblemXml } from './formats/xml.js'
+
+export const problemMediaType = 'application/problem+json; charset=utf-8'
+
+export const problemSchema: { type: 'object', properties: Record<string, Record<string, unknown>>, required: string[] } = {
+  type: 'object',
+  properties: {
+    type: { type: 'string', format: 'uri-reference' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    instance: { type: 'string' },
+    invalidParams: {
+      type: 'array',
+      items: { type: 'object', properties: { name: { type: 'string' }, reason: { type: 'string' } }, required: ['name', 'reason'] }
+    }
+  },
+  required: ['type', 'title', 'status', 'detail']
+}
+
+/** The problem body as the configured error form wants it. */
+export function problemBodySchema (errorFormat: 'flat' | 'envelope') {
+  return errorFormat === 'flat'
+    ? problemSchema
+    : { type: 'object' as const, properties: { errors: problemSchema }, required: ['errors'] }
+}
+
+// Fastify's own coded errors, as catalogue codes.
+const fastifyCodes: Readonly<Record<string, string>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'API_ERR_BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'API_ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'API_ERR_BODY_MALFORMED',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'API_ERR_BODY_MALFORMED',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'API_ERR_BODY_MALFORMED',
+  FST_ERR_CTP_INVALID_TYPE: 'API_ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_REQ_INVALID_VALIDATION_INVOCATION: 'API_ERR_INTERNAL',
+  FST_ERR_HANDLER_TIMEOUT: 'API_ERR_HANDLER_TIMEOUT'
+}
+// Other coded errors (from plugins the host or we register), by status.
+const statusCodes: Readonly<Record<number, string>> = {
+  400: 'API_ERR_BODY_MALFORMED',
+  401: 'API_ERR_UNAUTHORIZED',
+  403: 'API_ERR_FORBIDDEN',
+  404: 'API_ERR_NOT_FOUND',
+  405: 'API_ERR_METHOD_NOT_ALLOWED',
+  406: 'API_ERR_NOT_ACCEPTABLE',
+  408: 'API_ERR_REQUEST_TIMEOUT',
+  409: 'API_ERR_CONFLICT',
+  412: 'API_ERR_PRECONDITION_FAILED',
+  413: 'API_ERR_BODY_TOO_LARGE',
+  414: 'API_ERR_URI_TOO_LONG',
+  415: 'API_ERR_UNSUPPORTED_MEDIA_TYPE',
+  422: 'API_ERR_UNPROCESSABLE',
+  428: 'API_ERR_PRECONDITION_REQUIRED',
+  429: 'API_ERR_RATE_LIMITED',
+  431: 'API_ERR_HEADERS_TOO_LARGE',
+  503: 'API_ERR_SERVICE_UNAVAILABLE'
+}
+
+// The 5xx whose catalogue text may be shown: they tell the client to retry, and name nothing internal.
+const retryable: Readonly<Record<string, string>> = {
+  API_ERR_STORE_UNAVAILABLE: new StoreUnavailableError().message,
+  API_ERR_HANDLER_TIMEOUT: new HandlerTimeoutError().message,
+  API_ERR_SERVICE_UNAVAILABLE: new ServiceUnavailableError().message
+}
+
+/** `API_ERR_NOT_FOUND` → `not-found`. */
+export const problemSlug = (code: string) => code.replace(/^API_ERR_/, '').toLowerCase().replaceAll('_', '-')
+
+export interface ProblemOptions {
+  readonly errorFormat: 'flat' | 'envelope'
+  /** `/v1/problems/`, or a configured base. */
+  readonly typeBase: string
+  /** Methods allowed at a path known to the plugin; undefined for unknown paths. */
+  readonly allowedMethods: (path: string) => readonly string[] | undefined
+}
+
+/** `code` undefined: a status with no catalogue entry, typed `about:blank` (RFC 7807 §4.2). */
+interface Problem { code: string | undefined, status: number, detail: string, invalidParams?: readonly InvalidParam[], headers?: Record<string, string> }
+
+function describe (error: FastifyError & ProblemExtras, request: FastifyRequest): Problem {
+  if (error.validation !== undefined) {
+    return { code: 'API_ERR_BODY_INVALID', status: 400, detail: new BodyInvalidError().message, invalidParams: toInvalidParams(error.validation as never) }
+  }
+  // Anything thrown without an error status (a plain Error, or a stray 2xx/3xx) is an unexpected 500.
+  const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500
+  const code = error.code?.startsWith('API_ERR_') === true ? error.code : fastifyCodes[error.code] ?? statusCodes[status]
+  if (status >= 500) {
+    request.log.error({ err: error }, 'request failed')
+    // 5xx details are always the catalogue's words: a driver's message may name hosts or queries.
+    return code !== undefined && code in retryable
+      ? { code, status: 503, detail: retryable[code], headers: error.headers }
+      : { code: 'API_ERR_INTERNAL', status: 500, detail: new InternalError().message }
+  }
+  // A 4xx from a dependency we do not map keeps its status; its message is the client's concern.
+  return { code, status, detail: error.message, invalidParams: error.invalidParams, headers: error.headers }
+}
+
+export function installProblemHandlers (app: FastifyInstance, options: ProblemOptions) {
+  const serialize = fastJson(problemBodySchema(options.errorFormat) as Parameters<typeof fastJson>[0])
+
+  function sendProblem (reply: FastifyReply, request: FastifyRequest, problem: Problem) {
+    const body = {
+      type: problem.code === undefined ? 'about:blank' : options.typeBase + problemSlug(problem.code),
+      title: STATUS_CODES[problem.status] ?? 'Error',
+      status: problem.status,
+      detail: problem.detail,
+      instance: request.url.split('?', 1)[0],
+      invalidParams: problem.invalidParams
+    }
+    if (problem.headers !== undefined) reply.headers(problem.headers)
+    // Accept preferring XML gets RFC 7807 Appendix A, whose one form is <problem>, whatever errorFormat says.
+    if (wantsXmlProblem(request)) {
+      return reply.code(problem.status).type(problemXmlMediaType).serializer(writeProblemXml).send(body)
+    }
+    reply.code(problem.status).type(problemMediaType).serializer(serialize)
+    return reply.send(options.errorFormat === 'flat' ? body : { errors: body })
+  }
+
+  app.setErrorHandler(function renderProblem (error: FastifyError & ProblemExtras, request, reply) {
+    return sendProblem(reply, request, describe(error, request))
+  })
+
+  app.setNotFoundHandler(function notFound (request, reply) {
+    const path = request.url.split('?', 1)[0]
+    const allowed = options.allowedMethods(path)
+    const error = allowed === undefined
+      ? new NotFoundError(path)
+      : withHeaders(new MethodNotAllowedError(request.method, allowed.join(', ')), { allow: allowed.join(', ') })
+    return sendProblem(reply, request, describe(error as FastifyError & ProblemExtras, request))
+  })
+}

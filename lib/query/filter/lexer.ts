@@ -1,0 +1,138 @@
+// Tokenizer for `filter=` (spec "Advanced filtering (`filter`)", OData 4.0 $filter subset): literals,
+// property paths and punctuation, each with its character offset so errors can point at it.
+import type { Literal } from './ast.js'
+
+/** Malformed filter text; `position` is the 0-based character offset of the problem. */
+export class FilterSyntaxError extends Error {
+  readonly position: number
+
+  constructor (message: string, position: number) {
+    super(message)
+    this.name = 'FilterSyntaxError'
+    this.position = position
+  }
+}
+
+/** An error whose message ends with the position, as clients see it in the 400 response. */
+export function syntaxError (message: string, position: number): FilterSyntaxError {
+  return new FilterSyntaxError(`${message} at position ${position}`, position)
+}
+
+export type Token =
+  | { readonly kind: 'punct', readonly text: '(' | ')' | ',', readonly position: number }
+  /** An identifier or a path (`author/name`, `author.name`); keywords are names too. */
+  | { readonly kind: 'name', readonly text: string, readonly path: readonly string[], readonly position: number }
+  | { readonly kind: 'literal', readonly text: string, readonly literal: Literal, readonly position: number }
+  | { readonly kind: 'end', readonly text: '', readonly position: number }
+
+// Sticky patterns, tried at the current offset. DATE_LIKE is deliberately loose after the `T`
+// so that a malformed date-time is reported as one token rather than as stray characters.
+const DATE_LIKE = /\d{4}-\d{2}-\d{2}(?:T[\d:.+\-Z]*)?/y
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+const NAME = /[A-Za-z_]\w*(?:[/.][A-Za-z_]\w*)*/y
+const WORD_CHAR = /\w/
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+const DATETIME = /^(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/
+
+/** `YYYY-MM-DD` naming a real calendar day. */
+export function isDate (text: string): boolean {
+  const match = DATE.exec(text)
+  if (match === null) return false
+  const [year, month, day] = match.slice(1).map(Number)
+  // setUTCFullYear, unlike Date.UTC, does not map years 0–99 to 1900–1999; an impossible day
+  // or month rolls over into another month, which the comparison catches.
+  const date = new Date(0)
+  date.setUTCFullYear(year, month - 1, day)
+  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day
+}
+
+/** `YYYY-MM-DDThh:mm[:ss[.fff]](Z|±hh:mm)` with a real calendar day. */
+export function isDateTime (text: string): boolean {
+  const match = DATETIME.exec(text)
+  return match !== null && isDate(match[1])
+}
+
+function matchAt (pattern: RegExp, text: string, position: number): string | undefined {
+  pattern.lastIndex = position
+  return pattern.exec(text)?.[0]
+}
+
+const KEYWORD_LITERALS: ReadonlyMap<string, Literal> = new Map<string, Literal>([
+  ['true', { kind: 'literal', type: 'boolean', value: true }],
+  ['false', { kind: 'literal', type: 'boolean', value: false }],
+  ['null', { kind: 'literal', type: 'null', value: null }]
+])
+
+/** Splits the text into tokens, ending with an `end` token at `text.length`. */
+export function tokenize (text: string): Token[] {
+  const tokens: Token[] = []
+  let i = 0
+  while (i < text.length) {
+    const c = text[i]
+    if (c === ' ' || c === '\t') {
+      i++
+    } else if (c === '(' || c === ')' || c === ',') {
+      tokens.push({ kind: 'punct', text: c, position: i })
+      i++
+    } else if (c === "'") {
+      const end = readString(text, i)
+      const value = text.slice(i + 1, end - 1).replaceAll("''", "'")
+      tokens.push({ kind: 'literal', text: text.slice(i, end), literal: { kind: 'literal', type: 'string', value }, position: i })
+      i = end
+    } else {
+      const token = readWord(text, i)
+      tokens.push(token)
+      i += token.text.length
+    }
+  }
+  tokens.push({ kind: 'end', text: '', position: text.length })
+  return tokens
+}
+
+/** The offset just past the closing quote of the string starting at `start`. */
+function readString (text: string, start: number): number {
+  let i = start + 1
+  for (;;) {
+    const close = text.indexOf("'", i)
+    if (close === -1) throw syntaxError('unterminated string starting', start)
+    if (text[close + 1] !== "'") return close + 1
+    i = close + 2
+  }
+}
+
+function readWord (text: string, start: number): Token {
+  const date = matchAt(DATE_LIKE, text, start)
+  if (date !== undefined) {
+    const hasTime = date.length > 10
+    if (!(hasTime ? isDateTime(date) : isDate(date))) {
+      throw syntaxError(`invalid ${hasTime ? 'date-time' : 'date'} '${date}'`, start)
+    }
+    checkDelimited(text, start + date.length)
+    const literal: Literal = { kind: 'literal', type: hasTime ? 'datetime' : 'date', value: date }
+    return { kind: 'literal', text: date, literal, position: start }
+  }
+  const number = matchAt(NUMBER, text, start)
+  if (number !== undefined) {
+    const value = Number(number)
+    if (!Number.isFinite(value)) throw syntaxError(`number ${number} is out of range`, start)
+    checkDelimited(text, start + number.length)
+    return { kind: 'literal', text: number, literal: { kind: 'literal', type: 'number', value }, position: start }
+  }
+  const name = matchAt(NAME, text, start)
+  if (name !== undefined) {
+    const literal = KEYWORD_LITERALS.get(name)
+    return literal === undefined
+      ? { kind: 'name', text: name, path: name.split(/[/.]/), position: start }
+      : { kind: 'literal', text: name, literal, position: start }
+  }
+  // Spread splits by code point, so a character outside the BMP is quoted whole.
+  throw syntaxError(`unexpected character '${[...text.slice(start, start + 2)][0]}'`, start)
+}
+
+// `2023-01-01x` or `12abc` is a typo, not a value followed by a name.
+function checkDelimited (text: string, position: number): void {
+  if (WORD_CHAR.test(text.charAt(position))) {
+    throw syntaxError(`unexpected character '${text[position]}'`, position)
+  }
+}

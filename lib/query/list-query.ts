@@ -1,0 +1,313 @@
+// Parses a collection's query string once into a checked ListRequest (spec "Query parameters on
+// collections", "Sorting", "Paging"): every problem is collected into one 400 with invalidParams.
+import type { FilterNode, Literal } from './filter/ast.js'
+import { parseFilter, FilterSyntaxError } from './filter/parser.js'
+import { checkFilter, FilterTypeError } from './filter/check.js'
+import { isDate, isDateTime } from './filter/lexer.js'
+import { CursorError } from './cursor.js'
+import type { CursorCodec } from './cursor.js'
+import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
+import type { ListQuery, SortKey } from '../stores/store.js'
+import { QueryInvalidError, withInvalidParams } from '../errors.js'
+import type { InvalidParam } from '../errors.js'
+
+export type RawQuery = Record<string, string | string[] | undefined>
+
+/** The query options that stay fixed while paging, already encoded for links. */
+export interface ListRequest {
+  readonly query: ListQuery
+  readonly pageSize: number
+  /** Offset paging: the 0-based position; absent in token paging. */
+  readonly offset?: number
+  /** Offset paging: the 1-based page number (as sent, or derived from `offset`); absent in token paging. */
+  readonly pageOffset?: number
+  /** The continuation token the page was read with, for its `self` link. */
+  readonly token?: string
+  /** How the client asked for the page, so links keep that form. */
+  readonly pagingMode: 'token' | 'offset' | 'pageOffset'
+  /** Requested fields plus the mandatory ones; null for all. */
+  readonly fields: ReadonlySet<string> | null
+  readonly expand: readonly RelationModel[]
+  readonly include: readonly RelationModel[]
+  /** `filter=…&sort=…` etc., for page links; empty when none. */
+  readonly stableQuery: string
+  /** What a continuation token is bound to. */
+  readonly binding: string
+}
+
+export interface ListQueryContext {
+  readonly cursor: CursorCodec
+  /** Paging used when the client names none. */
+  readonly defaultPaging: 'token' | 'offset'
+}
+
+const reserved = new Set(['fields', 'filter', 'sort', 'token', 'offset', 'pageOffset', 'page', 'pageSize', 'total', 'expand', 'include'])
+const nonNegativeInteger = /^(0|[1-9][0-9]{0,8})$/
+const filterCacheLimit = 500
+const filterCache = new WeakMap<ResourceModel, Map<string, FilterNode | null>>()
+
+/** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
+export function parseListQuery (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
+  const problems: InvalidParam[] = []
+  // Each reserved parameter is read once, so a repeated one is reported once.
+  const given: Partial<Record<string, string>> = {}
+  for (const name of reserved) {
+    const value = raw[name]
+    if (Array.isArray(value)) problems.push({ name, reason: 'must be given at most once' })
+    else given[name] = value
+  }
+
+  const pageSize = parseCount(given.pageSize, 'pageSize', problems, model.maxPageSize) ?? model.defaultPageSize
+  const total = parseBoolean(given.total, problems)
+  const sort = parseSort(model, given.sort, problems)
+  const expand = parseRelations(model, given.expand, 'expand', problems)
+  const include = parseRelations(model, given.include, 'include', problems)
+  const fields = withRelationKeys(parseFields(model, given.fields, problems), [...expand, ...include])
+  const simple = simpleFilters(model, raw, problems)
+  const filter = buildFilter(model, given.filter, simple, problems)
+
+  // `page` is the spec's alias of `pageOffset` (its link examples use it); naming both is ambiguous.
+  const pageName = given.pageOffset !== undefined ? 'pageOffset' : 'page'
+  if (given.pageOffset !== undefined && given.page !== undefined) problems.push({ name: 'page', reason: 'page is an alias of pageOffset; send one of them' })
+  const pageText = given.pageOffset ?? given.page
+  const pageOffset = parseCount(pageText, pageName, problems, Infinity, 1)
+  const offsetValue = parseCount(given.offset, 'offset', problems, Infinity)
+  if (given.offset !== undefined && pageText !== undefined) problems.push({ name: pageName, reason: `offset and ${pageName} cannot be combined` })
+  const token = given.token
+  if (token !== undefined && (given.offset !== undefined || pageText !== undefined)) problems.push({ name: 'token', reason: 'a token cannot be combined with offset or pageOffset' })
+
+  const stableQuery = encodeStable([
+    ['filter', given.filter], ...simple.map(([name, values]) => [name, values.join('\u0000')] as const),
+    ['sort', given.sort], ['fields', given.fields], ['expand', given.expand], ['include', given.include],
+    ['total', total ? 'true' : undefined]
+  ])
+  // Paging stability 2–3: a token only opens with the filter, sort and fields it was issued for.
+  // JSON keeps the parts apart whatever characters they hold; pageSize may change between pages.
+  const binding = JSON.stringify([base, given.filter ?? null, simple, sort.map(k => (k.direction === 'desc' ? '-' : '') + k.field), fields === null ? null : [...fields].sort()])
+
+  let window: ListQuery['window'] = { kind: 'offset', offset: 0 }
+  let pagingMode: ListRequest['pagingMode'] = context.defaultPaging
+  if (token !== undefined) {
+    if (problems.length === 0) {
+      try {
+        const position = context.cursor.open(token, binding)
+        if (position.values.length !== sort.length) throw new CursorError('foreign-query')
+        window = { kind: position.window, values: position.values }
+      } catch (error) {
+        if (!(error instanceof CursorError)) throw error
+        problems.push({ name: 'token', reason: error.message })
+      }
+    }
+    pagingMode = 'token'
+  } else if (offsetValue !== undefined) {
+    window = { kind: 'offset', offset: offsetValue }
+    pagingMode = 'offset'
+  } else if (pageOffset !== undefined) {
+    window = { kind: 'offset', offset: (pageOffset - 1) * pageSize }
+    pagingMode = 'pageOffset'
+  }
+
+  if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
+  const offset = window.kind === 'offset' && pagingMode !== 'token' ? window.offset : undefined
+  return {
+    query: { filter, sort, window, limit: pageSize, total },
+    pageSize,
+    offset,
+    // With pageSize 0 every page starts at 0: echo the page asked for rather than one derived.
+    pageOffset: offset === undefined ? undefined : pageOffset ?? (pageSize === 0 ? 1 : Math.floor(offset / pageSize) + 1),
+    token,
+    pagingMode,
+    fields,
+    expand,
+    include,
+    stableQuery,
+    binding
+  }
+}
+
+function parseCount (text: string | undefined, name: string, problems: InvalidParam[], max: number, min = 0): number | undefined {
+  if (text === undefined) return undefined
+  if (!nonNegativeInteger.test(text)) {
+    problems.push({ name, reason: min === 0 ? 'must be a non-negative integer' : `must be an integer of at least ${min}` })
+    return undefined
+  }
+  const value = Number(text)
+  if (value < min) problems.push({ name, reason: `must be at least ${min}` })
+  else if (value > max) problems.push({ name, reason: `must not exceed ${max} (maxPageSize)` })
+  else return value
+  return undefined
+}
+
+function parseBoolean (text: string | undefined, problems: InvalidParam[]): boolean {
+  if (text === undefined || text === 'false') return false
+  if (text === 'true') return true
+  problems.push({ name: 'total', reason: "must be 'true' or 'false'" })
+  return false
+}
+
+function splitList (text: string): string[] {
+  return text.split(',').map(part => part.trim())
+}
+
+function parseSort (model: ResourceModel, text: string | undefined, problems: InvalidParam[]): SortKey[] {
+  const keys: SortKey[] = []
+  for (const expression of text === undefined || text === '' ? [] : splitList(text)) {
+    const descending = expression.startsWith('-')
+    const name = descending || expression.startsWith('+') ? expression.slice(1) : expression
+    const field = model.fields.get(name)
+    if (field === undefined || field.type === 'json') {
+      problems.push({ name: 'sort', reason: field === undefined ? `unknown field '${name}'` : `'${name}' cannot be sorted` })
+    } else if (keys.some(key => key.field === name)) {
+      problems.push({ name: 'sort', reason: `'${name}' appears more than once` })
+    } else {
+      keys.push({ field: name, direction: descending ? 'desc' : 'asc' })
+    }
+  }
+  // Paging stability 1: the id makes the order total.
+  if (!keys.some(key => key.field === model.idField)) keys.push({ field: model.idField, direction: 'asc' })
+  return keys
+}
+
+function parseFields (model: ResourceModel, text: string | undefined, problems: InvalidParam[]): Set<string> | null {
+  if (text === undefined) return null
+  const selected = new Set(model.mandatory)
+  for (const name of splitList(text)) {
+    if (model.fields.has(name)) selected.add(name)
+    else problems.push({ name: 'fields', reason: `unknown field '${name}'` })
+  }
+  return selected
+}
+
+/** A projection keeps the foreign key of each expanded or included many-to-one relation: related data is looked up through it. */
+function withRelationKeys (fields: Set<string> | null, relations: readonly RelationModel[]): Set<string> | null {
+  if (fields !== null) for (const relation of relations) if (relation.kind === 'one') fields.add(relation.field)
+  return fields
+}
+
+function parseRelations (model: ResourceModel, text: string | undefined, name: 'expand' | 'include', problems: InvalidParam[]): RelationModel[] {
+  if (text === undefined) return []
+  const relations: RelationModel[] = []
+  for (const relationName of splitList(text)) {
+    const relation = model.relations.get(relationName)
+    if (relation === undefined) problems.push({ name, reason: `unknown relation '${relationName}'` })
+    else if (!relations.includes(relation)) relations.push(relation)
+  }
+  return relations
+}
+
+/** `?title=X&author.country=NZ`: each name a field or relation.field; repeated values mean any of them. */
+function simpleFilters (model: ResourceModel, raw: RawQuery, problems: InvalidParam[]): Array<[string, string[]]> {
+  const filters: Array<[string, string[]]> = []
+  for (const [name, value] of Object.entries(raw)) {
+    if (reserved.has(name) || value === undefined) continue
+    if (resolveField(model, name) === undefined) problems.push({ name, reason: 'unknown query parameter or field' })
+    else filters.push([name, Array.isArray(value) ? value : [value]])
+  }
+  return filters.sort(([a], [b]) => a < b ? -1 : 1)
+}
+
+function resolveField (model: ResourceModel, name: string): FieldModel | undefined {
+  const dot = name.indexOf('.')
+  if (dot === -1) return model.fields.get(name)
+  return model.relations.get(name.slice(0, dot))?.target.fields.get(name.slice(dot + 1))
+}
+
+function buildFilter (model: ResourceModel, text: string | undefined, simple: Array<[string, string[]]>, problems: InvalidParam[]): FilterNode | null {
+  if (text === undefined && simple.length === 0) return null
+  const key = `${text ?? ''}\u0000${simple.map(([n, v]) => `${n}=${v.join('\u0001')}`).join('\u0000')}`
+  let cache = filterCache.get(model)
+  if (cache === undefined) filterCache.set(model, cache = new Map())
+  if (cache.has(key)) return cache.get(key) as FilterNode
+  let node: FilterNode | null = null
+  const before = problems.length
+  if (text !== undefined) {
+    try {
+      node = checkFilter(parseFilter(text), model)
+    } catch (error) {
+      if (!(error instanceof FilterSyntaxError || error instanceof FilterTypeError)) throw error
+      problems.push({ name: 'filter', reason: error.message })
+    }
+  }
+  for (const [name, values] of simple) {
+    const field = resolveField(model, name) as FieldModel
+    const literals: Literal[] = []
+    for (const value of values) {
+      const literal = coerceLiteral(field, value)
+      if (literal === undefined) problems.push({ name, reason: `'${value}' is not ${typeNames[field.type]}` })
+      else literals.push(literal)
+    }
+    const operand = { kind: 'field', path: name.split('.') } as const
+    const condition: FilterNode = literals.length === 1
+      ? { kind: 'compare', op: 'eq', left: operand, right: literals[0] }
+      : { kind: 'in', operand, values: literals }
+    node = node === null ? condition : { kind: 'and', left: node, right: condition }
+  }
+  if (problems.length > before) return null
+  if (cache.size >= filterCacheLimit) cache.clear()
+  cache.set(key, node)
+  return node
+}
+
+const typeNames: Readonly<Record<FieldModel['type'], string>> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: "'true' or 'false'",
+  date: 'a date (YYYY-MM-DD)',
+  datetime: 'a date-time (RFC 3339)',
+  json: 'null (an object or array field matches only null)'
+}
+
+const numberPattern = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/
+
+/** A simple filter's text as a literal of the field's type; `null` matches a null value of a non-string field. */
+export function coerceLiteral (field: FieldModel, text: string): Literal | undefined {
+  if (text === 'null' && field.nullable && field.type !== 'string') return { kind: 'literal', type: 'null', value: null }
+  switch (field.type) {
+    case 'string': return { kind: 'literal', type: 'string', value: text }
+    case 'integer': return /^-?(0|[1-9]\d{0,15})$/.test(text) ? { kind: 'literal', type: 'number', value: Number(text) } : undefined
+    case 'number': return numberPattern.test(text) && Number.isFinite(Number(text)) ? { kind: 'literal', type: 'number', value: Number(text) } : undefined
+    case 'boolean': return text === 'true' || text === 'false' ? { kind: 'literal', type: 'boolean', value: text === 'true' } : undefined
+    // The same literal rules as in `filter=`, so both forms accept the same values.
+    case 'date': return isDate(text) ? { kind: 'literal', type: 'date', value: text } : undefined
+    case 'datetime': return isDateTime(text) ? { kind: 'literal', type: 'datetime', value: text } : undefined
+    default: return undefined
+  }
+}
+
+function encodeStable (pairs: ReadonlyArray<readonly [string, string | undefined]>): string {
+  const parts: string[] = []
+  for (const [name, value] of pairs) {
+    if (value === undefined) continue
+    for (const one of value.split('\u0000')) parts.push(`${encodeURIComponent(name)}=${encodeURIComponent(one)}`)
+  }
+  return parts.join('&')
+}
+
+export interface ItemRequest {
+  readonly fields: ReadonlySet<string> | null
+  readonly expand: readonly RelationModel[]
+  readonly include: readonly RelationModel[]
+  /** Canonical text of the options that change the representation; '' for the full resource. */
+  readonly variant: string
+}
+
+const itemParameters = new Set(['fields', 'expand', 'include'])
+
+/** RETRIEVE's query: `fields`, `expand`, `include`; anything else is 400 so typos never pass silently. */
+export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemRequest {
+  const problems: InvalidParam[] = []
+  for (const name of Object.keys(raw)) {
+    if (!itemParameters.has(name)) problems.push({ name, reason: 'unknown query parameter' })
+    else if (Array.isArray(raw[name])) problems.push({ name, reason: 'must be given at most once' })
+  }
+  if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
+  const expand = parseRelations(model, raw.expand as string | undefined, 'expand', problems)
+  const include = parseRelations(model, raw.include as string | undefined, 'include', problems)
+  const fields = withRelationKeys(parseFields(model, raw.fields as string | undefined, problems), [...expand, ...include])
+  if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
+  const variant = fields === null && expand.length === 0 && include.length === 0
+    ? ''
+    : `${[...(fields ?? [])].sort().join(',')};${expand.map(r => r.name).join(',')};${include.map(r => r.name).join(',')}`
+  return { fields, expand, include, variant }
+}

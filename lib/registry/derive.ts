@@ -1,0 +1,136 @@
+// Derives every wire schema of a resource from its one authored schema (STYLE §4): create,
+// replace and modify inputs, the response shape, and the single and collection envelopes.
+import type { TSchema } from '@sinclair/typebox'
+import type { ResourceModel } from './model.js'
+
+export type JsonSchema = Record<string, unknown>
+
+export interface EnvelopeOptions {
+  /** `nested`: `data.{singular}`; `flat`: the resource directly in `data` (spec "Shape of data"). */
+  readonly singleResource: 'nested' | 'flat'
+  readonly links: 'array' | 'object'
+}
+
+/** Component names, as they appear in OpenAPI: `Book`, `BookCreate`, `BookList` … */
+export function schemaNames (model: ResourceModel) {
+  const base = model.singular[0].toUpperCase() + model.singular.slice(1)
+  return {
+    resource: base,
+    create: `${base}Create`,
+    replace: `${base}Replace`,
+    modify: `${base}Patch`,
+    single: `${base}Item`,
+    list: `${base}List`
+  } as const
+}
+
+const forbidden = (what: string): JsonSchema => ({ not: {}, description: `${what} is set by the server and must not be sent` })
+
+/** Without `default`: the validator would fill omitted fields in (wrong for PATCH) and the serializer would invent absent ones (wrong for `fields=`). */
+function withoutDefault (schema: TSchema): JsonSchema {
+  const { default: _default, ...rest } = schema
+  return rest
+}
+
+/** POST body: read-only fields (the id first) are refused, not silently dropped. */
+export function createSchema (model: ResourceModel): JsonSchema {
+  return inputSchema(model, false)
+}
+
+/** PUT body: as for create, but the id may be repeated when it equals the path's. */
+export function replaceSchema (model: ResourceModel): JsonSchema {
+  return inputSchema(model, true)
+}
+
+function inputSchema (model: ResourceModel, allowId: boolean): JsonSchema {
+  const properties: Record<string, unknown> = {}
+  const required: string[] = []
+  for (const field of model.fields.values()) {
+    if (field.name === model.idField && allowId) properties[field.name] = { type: 'string' }
+    else if (field.readOnly) properties[field.name] = forbidden(field.name)
+    else properties[field.name] = field.schema
+    if (field.required && !field.readOnly) required.push(field.name)
+  }
+  return { type: 'object', properties, required, additionalProperties: false }
+}
+
+/** PATCH body (RFC 7396): any subset of fields; null removes a member. The merged result is validated against the replace schema. */
+export function modifySchema (model: ResourceModel): JsonSchema {
+  const properties: Record<string, unknown> = {}
+  for (const field of model.fields.values()) {
+    if (field.name === model.idField) properties[field.name] = { type: 'string' }
+    else if (field.readOnly) properties[field.name] = forbidden(field.name)
+    else properties[field.name] = { anyOf: [withoutDefault(field.schema), { type: 'null' }] }
+  }
+  return { type: 'object', properties, additionalProperties: false }
+}
+
+/** `anyOf: [T, null]` as `type: [T, 'null']`: fast-json-stringify resolves anyOf by validating each value at run time. */
+function serializable (schema: TSchema): JsonSchema {
+  const plain = withoutDefault(schema)
+  const variants = schema.anyOf as TSchema[] | undefined
+  if (variants?.length !== 2) return plain
+  const value = variants.find(v => v.type !== 'null')
+  if (value === undefined || typeof value.type !== 'string' || value.anyOf !== undefined || !variants.some(v => v.type === 'null')) return plain
+  const { anyOf: _anyOf, ...outer } = plain
+  return { ...outer, ...withoutDefault(value), type: [value.type, 'null'] }
+}
+
+/** A resource as served: only mandatory fields are required, so `fields=` may leave the others out; related resources may be embedded by `expand`. */
+export function responseSchema (model: ResourceModel, refOf: (model: ResourceModel) => string): JsonSchema {
+  const properties: Record<string, unknown> = {}
+  for (const field of model.fields.values()) {
+    properties[field.name] = field.readOnly ? { ...serializable(field.schema), readOnly: true } : serializable(field.schema)
+  }
+  for (const relation of model.relations.values()) {
+    const target = { $ref: refOf(relation.target) }
+    properties[relation.name] = relation.kind === 'one' ? { anyOf: [target, { type: 'null' }] } : { type: 'array', items: target }
+  }
+  return { type: 'object', properties, required: [...model.mandatory], additionalProperties: false }
+}
+
+const linkSchema: JsonSchema = {
+  type: 'object',
+  properties: { rel: { type: 'string' }, href: { type: 'string' } },
+  required: ['rel', 'href'],
+  // Links to related resources carry a member naming their parent (spec "Link object").
+  additionalProperties: { type: 'string' }
+}
+
+export function linksSchema (format: EnvelopeOptions['links']): JsonSchema {
+  if (format === 'array') return { type: 'array', items: linkSchema }
+  // Keyed by relation: navigation rels hold one link, relation names an array of them.
+  return { type: 'object', additionalProperties: { anyOf: [linkSchema, { type: 'array', items: linkSchema }] } }
+}
+
+export function singleEnvelopeSchema (model: ResourceModel, resourceRef: string, options: EnvelopeOptions): JsonSchema {
+  const resource = { $ref: resourceRef }
+  const data = options.singleResource === 'nested'
+    ? { type: 'object', properties: { [model.singular]: resource }, required: [model.singular] }
+    : resource
+  return { type: 'object', properties: { data, links: linksSchema(options.links) }, required: ['data'] }
+}
+
+const pagingNumbers = {
+  pageSize: { type: 'integer', minimum: 0 },
+  offset: { type: 'integer', minimum: 0 },
+  pageOffset: { type: 'integer', minimum: 1 }
+}
+
+export function listEnvelopeSchema (model: ResourceModel, resourceRef: string, options: EnvelopeOptions & { totalAtRoot: boolean }): JsonSchema {
+  const properties: Record<string, unknown> = {
+    meta: {
+      type: 'object',
+      properties: { ...pagingNumbers, total: { type: 'integer', minimum: 0 } },
+      required: ['pageSize']
+    },
+    data: {
+      type: 'object',
+      properties: { [model.name]: { type: 'array', items: { $ref: resourceRef } }, pageSize: pagingNumbers.pageSize, pageOffset: pagingNumbers.pageOffset },
+      required: [model.name, 'pageSize']
+    },
+    links: linksSchema(options.links)
+  }
+  if (options.totalAtRoot) properties.total = { type: 'integer', minimum: 0 }
+  return { type: 'object', properties, required: ['meta', 'data', 'links'] }
+}

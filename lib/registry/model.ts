@@ -1,0 +1,48 @@
+// ResourceModel: everything registration learns about one resource, read by routes, queries and
+// stores. Pure data; built by registry/index.ts from a ResourceDefinition.
+import type { TObject, TSchema } from '@sinclair/typebox'
+import type { Store } from '../stores/store.js'
+
+/** The scalar kinds queries understand; `json` is an object or array (filterable only by null). */
+export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'datetime' | 'json'
+
+export interface FieldModel {
+  readonly name: string
+  readonly type: FieldType
+  readonly nullable: boolean
+  readonly required: boolean
+  readonly readOnly: boolean
+  readonly schema: TSchema
+}
+
+export interface RelationModel {
+  readonly name: string
+  /** `one`: this record points at one target through `field` (its own foreign key, e.g. book.authorId).
+   *  `many`: target records point at this one through their `field` (e.g. author → books.authorId). */
+  readonly kind: 'one' | 'many'
+  readonly target: ResourceModel
+  readonly field: string
+}
+
+export type Operation = 'list' | 'retrieve' | 'create' | 'replace' | 'modify' | 'delete'
+
+export interface ResourceModel {
+  /** Plural, as in the path: `books`. */
+  readonly name: string
+  /** `book`: the key of a single resource in `data`. */
+  readonly singular: string
+  readonly idField: string
+  readonly schema: TObject
+  readonly fields: ReadonlyMap<string, FieldModel>
+  /** Always returned whatever `fields` asks: the id and the schema's required fields. */
+  readonly mandatory: readonly string[]
+  readonly relations: ReadonlyMap<string, RelationModel>
+  readonly defaultPageSize: number
+  readonly maxPageSize: number
+  readonly operations: ReadonlySet<Operation>
+  readonly store: Store
+  /** Creates the id of a new record. */
+  readonly generateId: () => string
+  /** The resource's own If-Match requirement; undefined defers to the plugin option. */
+  readonly requireIfMatch?: boolean
+}

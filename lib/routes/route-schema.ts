@@ -1,0 +1,476 @@
+// Complete route schemas, one function per operation (spec "Operations", "Request headers",
+// "Response headers", "Query parameters on collections", "Errors"): the OpenAPI document is
+// their by-product (STYLE §1). Only bodies are validated and only success bodies serialized by
+// them; query strings, headers and error responses are documentation (lib/index.ts, problem.ts).
+import { STATUS_CODES } from 'node:http'
+import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
+import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
+import type { JsonSchema } from '../registry/derive.js'
+import type { ResolvedOptions } from '../options.js'
+import { produced } from '../formats/negotiate.js'
+import { maxAuditHeaderLength } from '../security/audit-headers.js'
+import { bodyTypes } from './context.js'
+import type { RouteContext } from './context.js'
+
+/** What the schemas depend on beyond the model. */
+export interface SchemaOptions {
+  readonly errorFormat: ResolvedOptions['errorFormat']
+  readonly requireIfMatch: boolean
+  /** Credentials are checked: 401 applies. */
+  readonly authenticated: boolean
+  /** Requests are rate limited: 429 applies. */
+  readonly rateLimited: boolean
+  /** The API or the resource is deprecated (Deprecation, Sunset and Link headers on its responses). */
+  readonly deprecated: boolean
+}
+
+/** The schema options of one resource's routes (or of the plugin's other routes, without a model). */
+export function schemaOptionsFor (context: RouteContext, model?: ResourceModel): SchemaOptions {
+  const { options } = context
+  return {
+    errorFormat: options.errorFormat,
+    requireIfMatch: model?.requireIfMatch ?? options.requireIfMatch,
+    authenticated: options.auth !== null,
+    rateLimited: options.rateLimit !== null,
+    deprecated: options.deprecation !== undefined || (model !== undefined && options.resourcePolicies.get(model.name)?.deprecation !== undefined)
+  }
+}
+
+export type SecurityScheme =
+  | { readonly type: 'http', readonly scheme: 'bearer' | 'basic', readonly description: string }
+  | { readonly type: 'apiKey', readonly in: 'header', readonly name: string, readonly description: string }
+
+/** OpenAPI security schemes of the configured authentication (spec "Authentication" 1, 2), by name; any one of them is accepted. */
+export function securitySchemes (options: ResolvedOptions): Record<string, SecurityScheme> {
+  const auth = options.auth
+  if (auth === null) return {}
+  const schemes: Record<string, SecurityScheme> = { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <token> (RFC 6750).' } }
+  if (auth.basic !== undefined) schemes.basic = { type: 'http', scheme: 'basic', description: 'Authorization: Basic (RFC 7617).' }
+  if (auth.apiKey !== undefined) schemes.apiKey = { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Legacy key; Authorization wins when both are sent.' }
+  return schemes
+}
+
+/** Shared component names (`$id`s) beside the per-resource ones of registry/derive.ts. */
+export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope' } as const
+
+/** `a book`, `an author`: for summaries. */
+const a = (noun: string) => `${/^[aeiou]/i.test(noun) ? 'an' : 'a'} ${noun}`
+
+/** `book-reviews` → `BookReviews`, for operationIds. */
+const pascal = (name: string) => name.split(/[-_]/).map(part => part.charAt(0).toUpperCase() + part.slice(1)).join('')
+
+// Request headers of the spec that every operation accepts.
+const base64Pattern = '^[A-Za-z0-9+/]*={0,2}$'
+const auditHeader = (what: string): JsonSchema => ({
+  type: 'string', maxLength: maxAuditHeaderLength, pattern: base64Pattern, description: `${what}, base64-encoded, at most 8 KB; otherwise 400 naming the header.`
+})
+const commonRequestHeaders: Record<string, JsonSchema> = {
+  'X-Request-Id': { type: 'string', description: 'Request identifier, echoed as Request-Id; when absent, unsafe or too long, the server generates one.' },
+  Date: { type: 'string', description: 'When the request was sent, as an RFC 5322 / IMF-fixdate date; a malformed value is 400.', examples: ['Sun, 06 Nov 1994 08:49:37 GMT'] },
+  'X-Audit-Consent': auditHeader('A JSON-encoded FHIR Consent resource (an object with resourceType "Consent")'),
+  'X-Audit-Device': auditHeader('A FHIR identifier of the client device'),
+  'X-Audit-Organisation': auditHeader('A FHIR identifier of the client organisation'),
+  'X-Audit-User': auditHeader('A FHIR identifier of the authenticated user'),
+  'X-Authenticated_User': auditHeader('The client system, for auditing')
+}
+const etagList = 'A list of entity tags, or *.'
+const retrieveHeaders: Record<string, JsonSchema> = {
+  'If-None-Match': { type: 'string', description: `${etagList} When one matches the current representation the answer is 304 without a body (RFC 9110 §13.1.2).` },
+  'If-Modified-Since': { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' }
+}
+
+function writeHeaders (options: SchemaOptions): JsonSchema {
+  return {
+    type: 'object',
+    properties: {
+      ...commonRequestHeaders,
+      'If-Match': { type: 'string', description: `${etagList} The write happens only if one names the current version, else 412 (optimistic concurrency).${options.requireIfMatch ? ' Required: without it the answer is 428.' : ''}` },
+      'If-None-Match': { type: 'string', description: `${etagList} A match is 412.` },
+      'If-Unmodified-Since': { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' }
+    },
+    required: options.requireIfMatch ? ['If-Match'] : []
+  }
+}
+
+const requestHeaders = (extra: Record<string, JsonSchema> = {}): JsonSchema =>
+  ({ type: 'object', properties: { ...commonRequestHeaders, ...extra } })
+
+// Response headers.
+const requestId = { 'Request-Id': { type: 'string', description: 'The request identifier (X-Request-Id when the client sent a safe one).' } }
+const validators = {
+  ETag: { type: 'string', description: 'Strong validator of this representation; send it in If-Match to update safely, or If-None-Match to revalidate.' },
+  'Last-Modified': { type: 'string', description: 'Time of the last write, as an HTTP date.' }
+}
+
+/** Why each status can happen; operations refine the text where they know more. */
+const reasons: Readonly<Record<number, string>> = {
+  400: 'a query parameter, header or the body is invalid; invalidParams names each one.',
+  401: 'credentials are missing, malformed or not valid; WWW-Authenticate names the method.',
+  403: 'the Origin is not allowed, or the credentials do not allow this operation.',
+  404: 'no such resource.',
+  406: 'Accept names no media type this operation produces.',
+  409: 'the request conflicts with the current state of the resource.',
+  412: 'a precondition (If-Match, If-None-Match, If-Unmodified-Since) does not hold; nothing changed.',
+  413: 'the body is larger than the configured limit.',
+  415: 'Content-Type is missing or not accepted here.',
+  422: 'a relation field names a related resource that does not exist.',
+  428: 'this server requires If-Match on writes.',
+  429: 'too many requests; Retry-After says when to try again.',
+  500: 'an unexpected error; details are logged, never returned.',
+  503: 'the data store is unavailable; retry later.'
+}
+const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
+  401: { 'WWW-Authenticate': { type: 'string', description: 'The authentication method and realm, e.g. Bearer realm="api".' } },
+  429: {
+    'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
+    'RateLimit-Limit': { type: 'string', description: 'Requests allowed per window.' },
+    'RateLimit-Remaining': { type: 'string', description: 'Requests left in the current window.' },
+    'RateLimit-Reset': { type: 'string', description: 'Seconds until the window resets.' }
+  },
+  503: { 'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' } }
+}
+
+// The formats resource routes answer in, by Accept (formats/negotiate.ts).
+const successTypes = produced.filter(type => !type.includes('problem'))
+const problemTypes = produced.filter(type => type.includes('problem'))
+
+/** The problem responses of an operation, for the statuses it can answer, in the given media types. */
+function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}): Record<number, JsonSchema> {
+  // Every route: Origin checks (403), Accept (406), the unexpected (500).
+  const all = [...statuses, 403, 406, 500]
+  if (options.authenticated) all.push(401)
+  if (options.rateLimited) all.push(429)
+  const schema = { $ref: `${options.errorFormat === 'flat' ? componentNames.problem : componentNames.problemEnvelope}#` }
+  const responses: Record<number, JsonSchema> = {}
+  for (const status of [...new Set(all)].sort((a, b) => a - b)) {
+    responses[status] = {
+      description: `${STATUS_CODES[status]}: ${refine[status] ?? reasons[status]}`,
+      headers: { ...requestId, ...problemHeaders[status] },
+      content: Object.fromEntries(problemTypes.map(type => [type, { schema }]))
+    }
+  }
+  return responses
+}
+
+/** `fields=a,b` and friends: comma-separated, each value from a known list (OpenAPI style form, explode false). */
+const commaList = (values: readonly string[], description: string): JsonSchema =>
+  ({ type: 'array', items: { type: 'string', enum: values }, uniqueItems: true, description })
+
+function fieldsParameter (model: ResourceModel): JsonSchema {
+  return commaList([...model.fields.keys()], `Fields to return, comma-separated; ${model.mandatory.join(', ')} always are.`)
+}
+
+function relationParameters (model: ResourceModel): Record<string, JsonSchema> {
+  const names = [...model.relations.keys()]
+  if (names.length === 0) return {}
+  return {
+    expand: commaList(names, 'Related resources to embed in each item, comma-separated.'),
+    include: commaList(names, `Related resources to list in links, comma-separated: one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`)
+  }
+}
+
+const reserved = new Set(['fields', 'filter', 'sort', 'token', 'offset', 'pageOffset', 'page', 'pageSize', 'total', 'expand', 'include'])
+
+/** A simple filter's value: the field's type; `null` matches absent values of non-string fields. */
+function filterValue (field: FieldModel, description: string): JsonSchema {
+  const formats: Record<string, JsonSchema> = {
+    string: { type: 'string' },
+    integer: { type: 'integer' },
+    number: { type: 'number' },
+    boolean: { type: 'boolean' },
+    date: { type: 'string', format: 'date' },
+    datetime: { type: 'string', format: 'date-time' }
+  }
+  const value = formats[field.type]
+  return field.nullable && field.type !== 'string'
+    ? { anyOf: [value, { type: 'string', enum: ['null'] }], description }
+    : { ...value, description }
+}
+
+function simpleFilters (model: ResourceModel): Record<string, JsonSchema> {
+  const filters: Record<string, JsonSchema> = {}
+  const repeat = 'repeat the parameter to match any of several values.'
+  for (const field of model.fields.values()) {
+    if (field.type !== 'json' && !reserved.has(field.name)) filters[field.name] = filterValue(field, `Simple filter: ${field.name} equals this value; ${repeat}`)
+  }
+  for (const relation of model.relations.values()) {
+    for (const field of relation.target.fields.values()) {
+      if (field.type !== 'json') filters[`${relation.name}.${field.name}`] = filterValue(field, `Simple filter on the related ${relation.target.singular}: its ${field.name} equals this value; ${repeat}`)
+    }
+  }
+  return filters
+}
+
+const filterGrammar = 'OData 4.0 filter subset: comparisons eq, ne, gt, ge, lt, le between a field (dotted for a related one) and a literal (\'text\', 12, 1.5, true, null, 2024-05-01); and, or, not; parentheses. Example: year ge 1960 and author.country eq \'NZ\'.'
+
+function listQuerystring (model: ResourceModel): JsonSchema {
+  const sortable = [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
+  const position = { type: 'integer', maximum: 999999999 }
+  return {
+    type: 'object',
+    properties: {
+      fields: fieldsParameter(model),
+      filter: { type: 'string', description: filterGrammar },
+      sort: commaList(sortable.flatMap(name => [name, `-${name}`]), `Sort keys, comma-separated, the first primary; a leading - sorts descending; null sorts first ascending. The ${model.idField} always ends the order.`),
+      pageSize: { type: 'integer', minimum: 0, maximum: model.maxPageSize, default: model.defaultPageSize, description: `Items per page, at most ${model.maxPageSize} (maxPageSize); larger is 400.` },
+      token: { type: 'string', description: 'Continuation token from a next or prev link; only valid with the query that produced it.' },
+      offset: { ...position, minimum: 0, description: 'Offset paging: 0-based position of the first item. Not with token or pageOffset.' },
+      pageOffset: { ...position, minimum: 1, description: 'Offset paging by page number, from 1. Not with token or offset.' },
+      page: { ...position, minimum: 1, description: 'The same as pageOffset.' },
+      total: { type: 'boolean', default: false, description: 'Also return the number of matches across all pages, in meta.total.' },
+      ...relationParameters(model),
+      ...simpleFilters(model)
+    },
+    additionalProperties: false,
+    // Lists are comma-separated in one parameter (`sort=-year,title`), never repeated.
+    style: 'form',
+    explode: false
+  }
+}
+
+function itemQuerystring (model: ResourceModel): JsonSchema {
+  return { type: 'object', properties: { fields: fieldsParameter(model), ...relationParameters(model) }, additionalProperties: false, style: 'form', explode: false }
+}
+
+const idParams = (model: ResourceModel, description = `The ${model.singular}'s ${model.idField}.`): JsonSchema =>
+  ({ type: 'object', properties: { id: { type: 'string', description } }, required: ['id'] })
+
+/** Read-only fields marked for OpenAPI, so generated clients do not send them (the validator refuses them anyway). */
+function namedBody (name: string, schema: JsonSchema, model: ResourceModel): JsonSchema {
+  const properties = { ...(schema.properties as Record<string, JsonSchema>) }
+  for (const field of model.fields.values()) {
+    if (field.readOnly) properties[field.name] = { ...properties[field.name], readOnly: true }
+  }
+  // The $id names the component (openapi.ts); each route's body is compiled once, by one Ajv.
+  return { $id: name, ...schema, properties }
+}
+
+function linkRels (model: ResourceModel): string {
+  const related = [...model.relations.keys()].map(name => `\`${name}\``).join(', ')
+  return related === '' ? '' : ` With include, one link per related resource, rel ${related}.`
+}
+
+const pageLinks = 'links: self and first always; next while more items follow; prev after the first page; last in offset paging when the count is known (total=true, or the last page).'
+
+function tagged (model: ResourceModel, options: SchemaOptions, operationId: string, summary: string, description: string) {
+  return { operationId, summary, description, tags: [model.name], ...(options.deprecated ? { deprecated: true } : {}) }
+}
+
+// Each schema's `response` holds what Fastify serializes: the success envelopes, as `$ref`s to
+// the shared schemas. `documentedResponses` holds the rest (errors, 204, 304, OPTIONS): the
+// problem renderer serializes errors itself (problem.ts), so compiling a serializer for each would
+// only slow the boot (measured: 168 unused compiles, about a quarter of it); openapi.ts merges
+// them into the document.
+
+export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
+  const names = schemaNames(model)
+  return {
+    ...tagged(model, options, `list${pascal(model.name)}`, `List ${model.name}`,
+      `LIST: a page of ${model.name}, filtered, sorted and paged by the query language. An empty result is 200 with an empty array.`),
+    querystring: listQuerystring(model),
+    headers: requestHeaders(),
+    produces: successTypes,
+    response: {
+      200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}`, headers: requestId }
+    },
+    documentedResponses: problems(options, [400, 503], { 400: 'a query parameter or header is invalid (unknown field, bad filter, pageSize above maxPageSize, a token from another query); invalidParams names each one.' })
+  }
+}
+
+export function nestedListRouteSchema (parent: ResourceModel, relation: RelationModel, options: SchemaOptions) {
+  const child = relation.target
+  return {
+    ...tagged(parent, options, `list${pascal(parent.singular)}${pascal(relation.name)}`, `List ${a(parent.singular)}'s ${relation.name}`,
+      `LIST of the ${relation.name} whose ${relation.field} is this ${parent.singular}, with the same query language and links as /${child.name}.`),
+    params: idParams(parent),
+    querystring: listQuerystring(child),
+    headers: requestHeaders(),
+    produces: successTypes,
+    response: {
+      200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}`, headers: requestId }
+    },
+    documentedResponses: problems(options, [400, 404, 503], { 404: `no ${parent.singular} with this ${parent.idField}.` })
+  }
+}
+
+export function retrieveRouteSchema (model: ResourceModel, options: SchemaOptions) {
+  const names = schemaNames(model)
+  return {
+    ...tagged(model, options, `get${pascal(model.singular)}`, `Retrieve ${a(model.singular)}`,
+      `RETRIEVE one ${model.singular}; conditional with If-None-Match or If-Modified-Since.`),
+    params: idParams(model),
+    querystring: itemQuerystring(model),
+    headers: requestHeaders(retrieveHeaders),
+    produces: successTypes,
+    response: {
+      200: { $ref: `${names.single}#`, description: `The ${model.singular}.${linkRels(model)}`, headers: { ...validators, ...requestId } }
+    },
+    documentedResponses: {
+      304: { type: 'null', description: 'Not Modified: the representation matches If-None-Match (or If-Modified-Since); no body.', headers: { ...validators, ...requestId } },
+      ...problems(options, [400, 404, 503], { 404: `no ${model.singular} with this ${model.idField}.` })
+    }
+  }
+}
+
+/** 422 where a relation field can name a missing resource; 428 where If-Match is required. */
+function writeStatuses (model: ResourceModel, requireIfMatch: boolean, statuses: number[]): number[] {
+  const result = [...statuses]
+  if ([...model.relations.values()].some(relation => relation.kind === 'one')) result.push(422)
+  if (requireIfMatch) result.push(428)
+  return result
+}
+
+const saved = (model: ResourceModel, what: string) => ({ $ref: `${schemaNames(model).single}#`, description: what, headers: { ...validators, ...requestId } })
+
+export function createRouteSchema (model: ResourceModel, options: SchemaOptions) {
+  const names = schemaNames(model)
+  return {
+    ...tagged(model, options, `create${pascal(model.singular)}`, `Create ${a(model.singular)}`,
+      `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400.`),
+    headers: requestHeaders(),
+    body: namedBody(names.create, createSchema(model), model),
+    consumes: [...bodyTypes.create],
+    produces: successTypes,
+    response: {
+      201: {
+        ...saved(model, `Created: the new ${model.singular}.`),
+        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...requestId }
+      }
+    },
+    documentedResponses: problems(options, writeStatuses(model, false, [400, 409, 413, 415, 503]), {
+      409: `a ${model.singular} with the generated ${model.idField} already exists.`
+    })
+  }
+}
+
+export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions) {
+  const names = schemaNames(model)
+  return {
+    ...tagged(model, options, `replace${pascal(model.singular)}`, `Replace ${a(model.singular)}`,
+      `REPLACE ${a(model.singular)} with the body; the body may repeat the ${model.idField}, never change it.`),
+    params: idParams(model),
+    headers: writeHeaders(options),
+    body: namedBody(names.replace, replaceSchema(model), model),
+    consumes: [...bodyTypes.replace],
+    produces: successTypes,
+    response: { 200: saved(model, `The ${model.singular} as replaced.`) },
+    documentedResponses: problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 412, 413, 415, 503]), { 404: `no ${model.singular} with this ${model.idField}.` })
+  }
+}
+
+export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions) {
+  const names = schemaNames(model)
+  return {
+    ...tagged(model, options, `modify${pascal(model.singular)}`, `Modify ${a(model.singular)}`,
+      `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`),
+    params: idParams(model),
+    headers: writeHeaders(options),
+    body: namedBody(names.modify, modifySchema(model), model),
+    consumes: [...bodyTypes.modify],
+    produces: successTypes,
+    response: { 200: saved(model, `The ${model.singular} as modified.`) },
+    documentedResponses: problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
+      404: `no ${model.singular} with this ${model.idField}.`,
+      409: 'others changed the resource too often to apply this patch; retry.'
+    })
+  }
+}
+
+export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions) {
+  const children = [...model.relations.values()].filter(relation => relation.kind === 'many')
+  const statuses = [400, 404, 412, 503, ...(children.length > 0 ? [409] : []), ...(options.requireIfMatch ? [428] : [])]
+  return {
+    ...tagged(model, options, `delete${pascal(model.singular)}`, `Delete ${a(model.singular)}`,
+      `DELETE ${a(model.singular)}; conditional with If-Match.`),
+    params: idParams(model),
+    headers: writeHeaders(options),
+    documentedResponses: {
+      204: { type: 'null', description: 'Deleted; no body.', headers: requestId },
+      ...problems(options, statuses, {
+        404: `no ${model.singular} with this ${model.idField}.`,
+        409: `the ${model.singular} still has ${children.map(relation => relation.name).join(' or ')}; delete or move them first.`
+      })
+    }
+  }
+}
+
+/** QUERY CAPABILITIES of one path; `subject` names it in the operationId: ['book'] → `bookCapabilities`. */
+export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly string[], methods: readonly string[], options: SchemaOptions) {
+  const which = pascal(subject.join('-'))
+  const what = subject.length === 2 ? `${a(subject[0])}'s ${subject[1]}` : subject[0] === model.singular ? a(model.singular) : model.name
+  return {
+    ...tagged(model, options, `${which.charAt(0).toLowerCase()}${which.slice(1)}Capabilities`, `Query capabilities of ${what}`,
+      'QUERY CAPABILITIES: the methods this path allows, in Allow and in the body. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.'),
+    headers: requestHeaders(),
+    produces: successTypes,
+    documentedResponses: {
+      200: {
+        type: 'object',
+        properties: { data: { type: 'object', properties: { methods: { type: 'array', items: { type: 'string', enum: [...methods] } } }, required: ['methods'] } },
+        required: ['data'],
+        description: 'The allowed methods.',
+        headers: { Allow: { type: 'string', description: `The allowed methods: ${methods.join(', ')}.` }, ...requestId }
+      },
+      ...problems(options, [400])
+    }
+  }
+}
+
+/**
+ * A route's schema as the document shows it: the documented responses beside the serialized
+ * ones, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
+ */
+export function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
+  const { documentedResponses, ...rest } = schema
+  const response = { ...(rest.response as Record<string, JsonSchema>), ...(documentedResponses as Record<string, JsonSchema>) }
+  if (method !== 'HEAD') return { ...rest, response }
+  const bodiless: Record<string, JsonSchema> = {}
+  for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }
+  // @fastify/swagger names the HEAD copy `{operationId}-head`.
+  const operationId = String(rest.operationId).replace(/-head$/, '')
+  return { ...rest, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
+}
+
+const documentation = 'documentation'
+const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } })
+/** Public routes: no credentials, so no 401. */
+const publicProblems = (options: SchemaOptions, statuses: readonly number[]) => problems({ ...options, authenticated: false }, statuses)
+
+/** `{prefix}/openapi.json`: this document. */
+export function openApiRouteSchema (options: SchemaOptions) {
+  return {
+    operationId: 'getOpenApiDocument',
+    summary: 'The OpenAPI definition',
+    description: 'This OpenAPI 3.1 document, generated from the resource schemas; no authentication.',
+    tags: [documentation],
+    security: [],
+    documentedResponses: {
+      200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } }, headers: requestId },
+      ...publicProblems(options, [])
+    }
+  }
+}
+
+/** `{prefix}/problems` and `{prefix}/problems/{slug}`: the pages the problem `type` URLs point to. */
+export function problemTypesRouteSchema (options: SchemaOptions) {
+  return {
+    operationId: 'listProblemTypes',
+    summary: 'List the problem types',
+    description: 'An HTML page listing every problem type (error code) with when it is raised.',
+    tags: [documentation],
+    security: [],
+    documentedResponses: { 200: html('The list of problem types.'), ...publicProblems(options, []) }
+  }
+}
+
+export function problemTypeRouteSchema (options: SchemaOptions) {
+  return {
+    operationId: 'getProblemType',
+    summary: 'Describe a problem type',
+    description: 'The HTML page a problem\'s `type` URL points to: its code, status and when it is raised.',
+    tags: [documentation],
+    security: [],
+    params: { type: 'object', properties: { slug: { type: 'string', description: 'The code in kebab case, e.g. not-found for API_ERR_NOT_FOUND.' } }, required: ['slug'] },
+    documentedResponses: { 200: html('The problem type\'s page.'), ...publicProblems(options, [404]) }
+  }
+}

@@ -1,0 +1,86 @@
+// Audit headers (spec "Request headers" and "Authentication" 5; "Limits": at most 8KB each,
+// base64): each is checked and decoded once, kept on `request.audit`, and logged with every write.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { HeaderInvalidError, withInvalidParams } from '../errors.js'
+import type { InvalidParam } from '../errors.js'
+import { decodeBase64 } from './base64.js'
+
+/** The decoded audit headers of a request; members are absent when their header is. */
+export interface AuditValues {
+  /** X-Audit-Consent: a FHIR Consent resource. */
+  consent?: Record<string, unknown> & { resourceType: 'Consent' }
+  /** X-Audit-Device: FHIR identifier of the client device, as sent (decoded text). */
+  device?: string
+  /** X-Audit-Organisation: FHIR identifier of the client organisation. */
+  organisation?: string
+  /** X-Audit-User: FHIR identifier of the authenticated user. */
+  user?: string
+  /** X-Authenticated_User: the client system. */
+  authenticatedUser?: string
+}
+
+const headers = [
+  ['X-Audit-Consent', 'consent'],
+  ['X-Audit-Device', 'device'],
+  ['X-Audit-Organisation', 'organisation'],
+  ['X-Audit-User', 'user'],
+  ['X-Authenticated_User', 'authenticatedUser']
+] as const
+const lowerCase = headers.map(([name, key]) => [name, name.toLowerCase(), key] as const)
+
+export const auditHeaderNames: readonly string[] = headers.map(([name]) => name)
+
+/** 8 KB of base64 text (spec "Limits"). */
+export const maxAuditHeaderLength = 8192
+
+function consentOf (text: string): AuditValues['consent'] | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  const isConsent = typeof value === 'object' && value !== null && !Array.isArray(value) && (value as { resourceType?: unknown }).resourceType === 'Consent'
+  return isConsent ? value as AuditValues['consent'] : undefined
+}
+
+/** preParsing: 400 naming each bad header; the decoded values on `request.audit`. */
+export async function checkAuditHeaders (request: FastifyRequest, _reply: FastifyReply, payload: unknown) {
+  let audit: AuditValues | null = null
+  const invalid: InvalidParam[] = []
+  for (const [name, lower, key] of lowerCase) {
+    const value = request.headers[lower]
+    if (value === undefined) continue
+    // Node joins a repeated custom header with ", ", which is not base64: one value per header.
+    if (typeof value !== 'string' || value.length > maxAuditHeaderLength) {
+      invalid.push({ name, reason: `must be at most ${maxAuditHeaderLength} characters of base64` })
+      continue
+    }
+    const text = decodeBase64(value)
+    if (text === null) {
+      invalid.push({ name, reason: 'must be base64 (RFC 4648, padded) of UTF-8 text' })
+      continue
+    }
+    audit ??= {}
+    if (key === 'consent') {
+      const consent = consentOf(text)
+      if (consent === undefined) invalid.push({ name, reason: 'must decode to a JSON FHIR Consent resource (resourceType "Consent")' })
+      else audit.consent = consent
+    } else {
+      audit[key] = text
+    }
+  }
+  if (invalid.length > 0) throw withInvalidParams(new HeaderInvalidError(), invalid)
+  request.audit = audit
+  return payload
+}
+
+const writes = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+/** onResponse: every write that carried audit headers leaves one structured log line with their values. */
+export function logAuditedWrite (request: FastifyRequest, reply: FastifyReply, done: () => void) {
+  if (request.audit !== null && writes.has(request.method)) {
+    request.log.info({ audit: request.audit, statusCode: reply.statusCode }, 'audited write')
+  }
+  done()
+}

@@ -1,0 +1,100 @@
+// Security and caching headers on every response, errors, 404s, 405s and 304s included (spec
+// "Response headers": Cache-Control, Content-Security-Policy, Strict-Transport-Security,
+// X-Content-Type-Options, X-Frame-Options, Referrer-Policy, Feature-Policy).
+import type { FastifyHelmetOptions } from '@fastify/helmet'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { OptionsInvalidError } from '../errors.js'
+import { applyDeprecation, resolveDeprecation } from './deprecation.js'
+import type { DeprecationHeaders, DeprecationOptions } from './deprecation.js'
+
+/** @fastify/helmet: the spec's values; helmet's other defaults (COOP, CORP, …) stay on. */
+export const helmetOptions = {
+  global: true,
+  // Set below as one prepared string: helmet rebuilds it per request and drops the space after `;`.
+  contentSecurityPolicy: false,
+  strictTransportSecurity: { maxAge: 31536000, includeSubDomains: true },
+  xFrameOptions: { action: 'deny' },
+  referrerPolicy: { policy: 'no-referrer' }
+} satisfies FastifyHelmetOptions
+
+// An API uses none of these browser features; Feature-Policy is the older name browsers still read.
+const features = ['accelerometer', 'autoplay', 'camera', 'display-capture', 'encrypted-media', 'fullscreen', 'geolocation',
+  'gyroscope', 'magnetometer', 'microphone', 'midi', 'payment', 'picture-in-picture', 'publickey-credentials-get',
+  'screen-wake-lock', 'sync-xhr', 'usb', 'xr-spatial-tracking']
+export const permissionsPolicy = features.map(f => `${f}=()`).join(', ')
+export const featurePolicy = features.map(f => `${f} 'none'`).join('; ')
+export const contentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
+
+/** Route config keys read here (set by the routes, or by the plugin from `resourcePolicies`). */
+export interface HeaderRouteConfig {
+  /** Replaces the CSP on this route only, e.g. for an HTML documentation page. */
+  readonly contentSecurityPolicy?: string
+  /** Cache-Control of this route's successful GET/HEAD responses (200, 304); others keep the default. */
+  readonly cacheControl?: string
+  /** Prepared Deprecation/Sunset/Link values (from `resourcePolicies`). */
+  readonly deprecation?: DeprecationHeaders
+}
+
+// A header value: visible ASCII and spaces, so nothing can split or smuggle a header.
+const headerValue = /^[\x20-\x7e]+$/
+
+/** Checks a header value given as an option, e.g. `cacheControl`. */
+export function resolveHeaderValue (value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string' || !headerValue.test(value)) throw new OptionsInvalidError(`${name} must be a header value of visible ASCII characters, received ${JSON.stringify(value)}`)
+  return value
+}
+
+/** What one resource changes about its responses' headers (option `resourcePolicies`). */
+export interface ResourcePolicy {
+  /** Cache-Control of the resource's successful GET/HEAD responses, e.g. `private, max-age=60`. Default: the API's. */
+  readonly cacheControl?: string
+  /** Marks the resource deprecated: Deprecation, Sunset and Link on each of its responses. */
+  readonly deprecation?: DeprecationOptions
+}
+
+export type ResolvedResourcePolicy = Pick<HeaderRouteConfig, 'cacheControl' | 'deprecation'>
+
+export function resolveResourcePolicies (value: unknown, resourceNames: readonly string[]): ReadonlyMap<string, ResolvedResourcePolicy> {
+  const policies = new Map<string, ResolvedResourcePolicy>()
+  if (value === undefined) return policies
+  if (typeof value !== 'object' || value === null) throw new OptionsInvalidError(`resourcePolicies must be an object keyed by resource name, received ${JSON.stringify(value)}`)
+  for (const [name, policy] of Object.entries(value)) {
+    if (!resourceNames.includes(name)) throw new OptionsInvalidError(`resourcePolicies.${name} names no resource; known: ${resourceNames.join(', ')}`)
+    const given = (typeof policy === 'object' && policy !== null ? policy : {}) as Record<string, unknown>
+    policies.set(name, Object.freeze({
+      cacheControl: resolveHeaderValue(given.cacheControl, `resourcePolicies.${name}.cacheControl`),
+      deprecation: resolveDeprecation(given.deprecation, `resourcePolicies.${name}.deprecation`)
+    }))
+  }
+  return policies
+}
+
+export function createHeaderHooks (cacheControl: string, apiDeprecation: DeprecationHeaders | undefined) {
+  const fixed = {
+    'content-security-policy': contentSecurityPolicy,
+    'cache-control': cacheControl,
+    'permissions-policy': permissionsPolicy,
+    'feature-policy': featurePolicy
+  }
+
+  /** onRequest, before anything can fail: the headers that do not depend on the outcome. */
+  function setFixedHeaders (_request: FastifyRequest, reply: FastifyReply, done: () => void) {
+    reply.headers(fixed)
+    done()
+  }
+
+  /** onSend: what depends on the route or the outcome. */
+  function setRouteHeaders (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) {
+    const config = request.routeOptions.config as HeaderRouteConfig
+    if (config.contentSecurityPolicy !== undefined) reply.header('content-security-policy', config.contentSecurityPolicy)
+    if (config.cacheControl !== undefined && (request.method === 'GET' || request.method === 'HEAD') && (reply.statusCode === 200 || reply.statusCode === 304)) {
+      reply.header('cache-control', config.cacheControl)
+    }
+    const deprecation = config.deprecation ?? apiDeprecation
+    if (deprecation !== undefined) applyDeprecation(reply, deprecation)
+    done(null, payload)
+  }
+
+  return { setFixedHeaders, setRouteHeaders }
+}

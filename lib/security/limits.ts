@@ -1,0 +1,71 @@
+// Request limits answered as problem+json where the server can still answer: query string
+// length → 414, body size → 413 (Fastify's bodyLimit, per route), handler time → 503 (Fastify's
+// handlerTimeout, per route), and, at the socket, header size → 431 and slow requests → 408.
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { BadUrlError, OptionsInvalidError, UriTooLongError } from '../errors.js'
+import { problemMediaType, problemSlug } from '../problem.js'
+
+export function positiveInteger (value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw new OptionsInvalidError(`${name} must be a positive integer, received ${JSON.stringify(value)}`)
+  return value
+}
+
+/** onRequest: 414 when the query string is longer than `max` characters. */
+export function queryLengthHook (max: number) {
+  return function checkQueryLength (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+    const question = request.url.indexOf('?')
+    done(question !== -1 && request.url.length - question - 1 > max ? new UriTooLongError(max) : undefined)
+  }
+}
+
+const socketErrors: Readonly<Record<string, readonly [number, string, string]>> = {
+  HPE_HEADER_OVERFLOW: [431, 'API_ERR_HEADERS_TOO_LARGE', 'The request headers are too large.'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'API_ERR_REQUEST_TIMEOUT', 'The request took too long to arrive.']
+}
+
+/**
+ * Fastify's `clientErrorHandler` server option: what Node refuses before any route runs (headers
+ * over `maxHeaderSize` → 431, a request slower than `requestTimeout` → 408, unparsable HTTP → 400)
+ * answered as problem+json instead of Fastify's plain JSON. `prefix` is the plugin's, for `type`.
+ * @example
+ * const app = Fastify({ http: { maxHeaderSize: 16384 }, requestTimeout: 30000, clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }) })
+ */
+export function createClientErrorHandler (options: { readonly prefix?: string, readonly problemTypeBase?: string, readonly errorFormat?: 'flat' | 'envelope' } = {}) {
+  const typeBase = options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`
+  const responses = new Map<string, readonly [string, string]>()
+  for (const [key, [status, code, detail]] of [...Object.entries(socketErrors), ['other', [400, 'API_ERR_BODY_MALFORMED', 'The request is not valid HTTP.']] as const]) {
+    const problem = { type: typeBase + problemSlug(code), title: STATUS_CODES[status], status, detail }
+    const body = JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem)
+    responses.set(key, [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${problemMediaType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nContent-Security-Policy: default-src \'none\'; frame-ancestors \'none\'\r\nConnection: close\r\nDate: ',
+      `\r\n\r\n${body}`
+    ])
+  }
+  return function clientErrorHandler (error: Error & { code?: string }, socket: Socket) {
+    // A reset connection has no one left to answer (Node's own handler does the same).
+    if (error.code === 'ECONNRESET' || socket.destroyed) return
+    const [head, tail] = responses.get(error.code ?? '') ?? responses.get('other') as readonly [string, string]
+    if (socket.writable) socket.write(head + new Date().toUTCString() + tail)
+    socket.destroy(error)
+  }
+}
+
+/**
+ * Fastify's `frameworkErrors` option: a URL that cannot be decoded (`/v1/books/%ZZ`) is answered
+ * by Fastify before any plugin runs, so only the host can make it a problem+json 400.
+ * @example
+ * const app = Fastify({ frameworkErrors: createFrameworkErrorHandler({ prefix: '/v1' }) })
+ */
+export function createFrameworkErrorHandler (options: { readonly prefix?: string, readonly problemTypeBase?: string, readonly errorFormat?: 'flat' | 'envelope' } = {}) {
+  const type = (options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`) + problemSlug('API_ERR_BAD_URL')
+  return function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    const problem = { type, title: STATUS_CODES[400], status: 400, detail: new BadUrlError().message, instance: request.url.split('?', 1)[0] }
+    request.log.info({ err: error }, 'request rejected before routing')
+    reply.code(400).type(problemMediaType).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
+      .send(JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem))
+  }
+}

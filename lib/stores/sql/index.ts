@@ -1,0 +1,99 @@
+// The PostgreSQL store's factories (issue 6): `postgresStore` over a node-postgres pool,
+// `pgliteStore` over embedded PGlite. Both give the same SqlStore; the plugin never knows which.
+import { mkdir } from 'node:fs/promises'
+import pg from 'pg'
+import { PGlite } from '@electric-sql/pglite'
+import type { Store } from '../store.js'
+import { poolDatabase } from './pg.js'
+import { pgliteDatabase } from './pglite.js'
+import { SqlStore } from './store.js'
+import type { SqlDatabase } from './store.js'
+import type { TableMapping } from './table.js'
+
+export type { TableMapping } from './table.js'
+
+export interface SqlStoreOptions {
+  /** PostgreSQL schema holding the tables, created if missing. Default: the connection's current schema (normally `public`). */
+  readonly schema?: string
+  /** Per resource name: a different table name, field → column names, bookkeeping column names. */
+  readonly tables?: Readonly<Record<string, TableMapping>>
+  /** Create missing tables and add missing columns, foreign keys and indexes on first use. Default true. */
+  readonly migrate?: boolean
+  /** `Retry-After` of the 503 answered while the database is unreachable. Default 2. */
+  readonly retryAfterSeconds?: number
+}
+
+export interface PostgresStoreOptions extends SqlStoreOptions {
+  /** A pool you own: the store uses it and leaves closing it to you. */
+  readonly pool?: pg.Pool
+  /** Otherwise the store creates (and on close ends) a pool from this URL and `poolOptions`. */
+  readonly connectionString?: string
+  readonly poolOptions?: pg.PoolConfig
+}
+
+export interface PgliteStoreOptions extends SqlStoreOptions {
+  /** A PGlite instance you own: the store uses it and leaves closing it to you. */
+  readonly db?: PGlite
+  /** Otherwise the store opens (and on close closes) PGlite with its files here, created if missing. */
+  readonly dataDir?: string
+}
+
+/**
+ * A store on PostgreSQL through node-postgres. Resolves once the database answers; rejects with
+ * the driver's error when it cannot be reached.
+ * @example
+ * const store = await postgresStore({ connectionString: process.env.DATABASE_URL })
+ */
+export async function postgresStore (options: PostgresStoreOptions = {}): Promise<Store> {
+  checkOptions(options)
+  if (options.pool !== undefined && (options.connectionString !== undefined || options.poolOptions !== undefined)) {
+    throw new TypeError('postgresStore: give either pool, or connectionString and poolOptions, not both')
+  }
+  // Fail a connection attempt in seconds rather than waiting for the operating system's timeout.
+  const pool = options.pool ?? new pg.Pool({ connectionTimeoutMillis: 5000, connectionString: options.connectionString, ...options.poolOptions })
+  return await openStore(poolDatabase(pool, options.pool === undefined), options)
+}
+
+/**
+ * A store on PGlite, embedded PostgreSQL: no server to run, data kept in `dataDir`. For a
+ * database in memory, pass `db: await PGlite.create()` (and close it yourself).
+ * @example
+ * const store = await pgliteStore({ dataDir: './data' })
+ */
+export async function pgliteStore (options: PgliteStoreOptions): Promise<Store> {
+  checkOptions(options)
+  const { db, dataDir } = options
+  if ((db === undefined) === (dataDir === undefined)) throw new TypeError('pgliteStore: give either db (a PGlite instance) or dataDir, one of them')
+  if (dataDir !== undefined) await mkdir(dataDir, { recursive: true })
+  return await openStore(pgliteDatabase(db ?? await PGlite.create({ dataDir }), db === undefined), options)
+}
+
+function checkOptions (options: SqlStoreOptions) {
+  const { schema, retryAfterSeconds } = options
+  if (schema !== undefined && (typeof schema !== 'string' || schema === '' || schema.includes('\u0000'))) {
+    throw new TypeError(`SQL store option schema must be a non-empty name, received ${JSON.stringify(schema)}`)
+  }
+  if (retryAfterSeconds !== undefined && (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0)) {
+    throw new TypeError(`SQL store option retryAfterSeconds must be a non-negative integer, received ${String(retryAfterSeconds)}`)
+  }
+}
+
+async function openStore (db: SqlDatabase, options: SqlStoreOptions): Promise<Store> {
+  try {
+    // pg_unicode_fast (PostgreSQL 18+) maps case exactly as JavaScript's toLowerCase/toUpperCase do.
+    const [[current, caseCollation]] = await db.query(`SELECT current_schema(), COALESCE((SELECT collname FROM pg_collation
+      WHERE collname = 'pg_unicode_fast' AND collencoding IN (-1, (SELECT encoding FROM pg_database WHERE datname = current_database()))), 'default')`, [])
+    const schema = options.schema ?? current
+    if (typeof schema !== 'string') throw new TypeError('SQL store: the connection has no current schema (no schema in search_path exists); set the schema option')
+    return new SqlStore(db, {
+      schema,
+      tables: options.tables ?? {},
+      migrate: options.migrate ?? true,
+      caseCollation: String(caseCollation),
+      retryAfterSeconds: options.retryAfterSeconds ?? 2
+    })
+  } catch (error) {
+    await db.close()
+    throw error
+  }
+}

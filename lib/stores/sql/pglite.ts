@@ -1,0 +1,19 @@
+// PGlite (embedded PostgreSQL in WebAssembly) behind the store's query interface (issue 6 "One
+// store, two engines"). PGlite runs one statement at a time; transactions hold it exclusively.
+import type { PGlite, Transaction } from '@electric-sql/pglite'
+import type { QueryFunction, SqlDatabase } from './store.js'
+
+/** `owned`: the store created the instance, so closing the store closes it. */
+export function pgliteDatabase (db: PGlite, owned: boolean): SqlDatabase {
+  const runOn = (target: PGlite | Transaction): QueryFunction => async (text, values) =>
+    (await target.query<unknown[]>(text, [...values], { rowMode: 'array' })).rows
+  return {
+    query: runOn(db),
+    async transaction (work) {
+      return await db.transaction(async tx => await work(runOn(tx)))
+    },
+    async close () {
+      if (owned) await db.close()
+    }
+  }
+}

@@ -1,0 +1,245 @@
+// The PostgreSQL store (issue 6; STYLE §5): the Store contract over any database reachable
+// through one small query interface (a pg Pool or PGlite), with the query compiled to SQL and
+// referential, conflict and availability failures mapped from SQLSTATE codes, never pre-checked.
+import type { ResourceModel } from '../../registry/model.js'
+import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
+import { hasChildrenError, missingRelatedError } from '../referential.js'
+import { VERSION_MISMATCH } from '../store.js'
+import type { Fields, ListQuery, Page, Store, StoredRecord, WriteOptions } from '../store.js'
+import { compileList } from './compile.js'
+import type { CompileContext } from './compile.js'
+import { foreignKeyName, migrate } from './ddl.js'
+import { arrayCast, columnRef, MAIN, resolveTable, typed } from './table.js'
+import type { Column, Table, TableMapping } from './table.js'
+import { ident, join, sql, toQuery } from './sql.js'
+import type { Sql } from './sql.js'
+
+/** What the store needs from a driver: rows as arrays in select-list order. */
+export type QueryFunction = (text: string, values: readonly unknown[]) => Promise<unknown[][]>
+
+export interface SqlDatabase {
+  readonly query: QueryFunction
+  /** Runs `work` on one connection between BEGIN and COMMIT (ROLLBACK when it throws). */
+  transaction<T> (work: (query: QueryFunction) => Promise<T>): Promise<T>
+  /** Closes the pool or PGlite instance when the store created it, not when it was given one. */
+  close (): Promise<void>
+}
+
+export interface SqlStoreSettings {
+  readonly schema: string
+  readonly tables: Readonly<Record<string, TableMapping>>
+  /** Create and upgrade tables on first use. */
+  readonly migrate: boolean
+  readonly caseCollation: string
+  readonly retryAfterSeconds: number
+}
+
+type Failure = 'list' | 'read' | 'write' | 'delete'
+
+// Driver errors without a SQLSTATE that mean the connection, not the statement, failed.
+const unreachableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED'])
+const unreachableMessage = /connection|terminated|timeout|not queryable|closed/i
+
+/**
+ * SQLSTATE classes 08 (connection), 53 (insufficient resources) and 57 (operator intervention:
+ * shutdown, crash, cancelled), serialization failures and deadlocks are worth retrying: 503.
+ */
+export function isUnavailable (error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|53|57)/.test(code) || code === '40001' || code === '40P01'
+  return (typeof code === 'string' && unreachableCodes.has(code)) || (typeof message === 'string' && unreachableMessage.test(message))
+}
+
+export class SqlStore implements Store {
+  readonly #db: SqlDatabase
+  readonly #settings: SqlStoreSettings
+  readonly #tables = new WeakMap<ResourceModel, Table>()
+  readonly #ready = new WeakMap<ResourceModel, Promise<void>>()
+  readonly #context: CompileContext
+
+  constructor (db: SqlDatabase, settings: SqlStoreSettings) {
+    this.#db = db
+    this.#settings = settings
+    this.#context = { tableOf: model => this.#tableOf(model), caseCollation: settings.caseCollation }
+  }
+
+  #tableOf (model: ResourceModel): Table {
+    let table = this.#tables.get(model)
+    if (table === undefined) this.#tables.set(model, table = resolveTable(model, this.#settings.schema, this.#settings.tables[model.name]))
+    return table
+  }
+
+  /** The model's table, created or upgraded (with every table related to it) before first use. */
+  async #prepare (model: ResourceModel): Promise<Table> {
+    const table = this.#tableOf(model)
+    let ready = this.#ready.get(model)
+    if (ready === undefined) {
+      const models = connected(model)
+      const tables = models.map(m => this.#tableOf(m))
+      ready = this.#settings.migrate
+        ? this.#db.transaction(query => migrate(fragment => run(query, fragment), this.#settings.schema, tables, m => this.#tableOf(m)))
+        : Promise.resolve()
+      for (const m of models) this.#ready.set(m, ready)
+      // A failed upgrade (the database was down, say) is tried again by the next request.
+      ready.catch(() => { for (const m of models) this.#ready.delete(m) })
+    }
+    await ready.catch(error => { throw this.#translate(error, 'read', model) })
+    return table
+  }
+
+  async #run (fragment: Sql, failure: Failure, model: ResourceModel, fields?: Fields): Promise<unknown[][]> {
+    try {
+      return await run(this.#db.query, fragment)
+    } catch (error) {
+      throw this.#translate(error, failure, model, fields)
+    }
+  }
+
+  #translate (error: unknown, failure: Failure, model: ResourceModel, fields: Fields = {}): unknown {
+    if (isUnavailable(error)) {
+      return withHeaders(Object.assign(new StoreUnavailableError(), { cause: error }), { 'retry-after': String(this.#settings.retryAfterSeconds) })
+    }
+    const { code, constraint } = error as { code?: string, constraint?: string }
+    const table = this.#tableOf(model)
+    if (code === '23505') return new ConflictError(`A ${model.singular} with this ${constraint === `${table.name}_pkey` ? 'id' : 'value'} already exists.`)
+    if (code === '23503' && failure === 'write') {
+      const parents = [...model.relations.values()].filter(r => r.kind === 'one' && fields[r.field] != null)
+      const relation = parents.find(r => constraint === foreignKeyName(table.name, column(table, r.field).name)) ?? parents[0]
+      return relation === undefined
+        ? new UnprocessableError(`This ${model.singular} refers to a record that does not exist.`)
+        : missingRelatedError(relation, fields[relation.field])
+    }
+    if (code === '23503') {
+      const children = [...model.relations.values()].filter(r => r.kind === 'many')
+      const relation = children.find(r => constraint === foreignKeyName(this.#tableOf(r.target).name, column(this.#tableOf(r.target), r.field).name)) ?? children[0]
+      return relation === undefined
+        ? new ConflictError(`This ${model.singular} is still referred to by other records.`)
+        : hasChildrenError(relation, model.singular)
+    }
+    // Data exceptions: a value PostgreSQL cannot hold or compare (a NUL character, a date out of range).
+    if (code?.startsWith('22') === true && failure === 'list') {
+      return withInvalidParams(new QueryInvalidError(), [{ name: 'filter', reason: 'a value is outside what the database can compare' }])
+    }
+    if (code?.startsWith('22') === true && failure === 'write') {
+      return new UnprocessableError(`A value of this ${model.singular} is outside what the database can store.`)
+    }
+    return error
+  }
+
+  async list (model: ResourceModel, query: ListQuery): Promise<Page> {
+    const table = await this.#prepare(model)
+    const compiled = compileList(table, query, this.#context)
+    const rows = await this.#run(compiled.page, 'list', model)
+    const hasMore = rows.length > query.limit
+    const items = rows.slice(0, query.limit).map(row => table.decode(row))
+    if (compiled.reversed) items.reverse()
+    let total: number | undefined
+    if (compiled.count !== undefined) {
+      const { window } = query
+      // On the last offset page the count is known without asking (unless the offset overshot).
+      total = window.kind === 'offset' && !hasMore && (items.length > 0 || window.offset === 0)
+        ? window.offset + items.length
+        : Number((await this.#run(compiled.count, 'list', model))[0][0])
+    }
+    return { items, hasMore, total }
+  }
+
+  async get (model: ResourceModel, id: string): Promise<StoredRecord | null> {
+    const table = await this.#prepare(model)
+    if (!isStorable(id)) return null
+    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${idEquals(table, id)}`, 'read', model)
+    return rows.length === 0 ? null : table.decode(rows[0])
+  }
+
+  async getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]> {
+    const table = await this.#prepare(model)
+    if (values.length === 0) return []
+    const col = column(table, field)
+    const ref = columnRef(MAIN, col)
+    const listed = values.filter(value => value != null)
+    // One `= ANY($1)` query per relation per page (issue 6 "Pushdown"); null matches null, as in memory.
+    const nulls = listed.length < values.length ? sql` OR ${ref} IS NULL` : sql``
+    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls}`, 'read', model)
+    return rows.map(row => table.decode(row))
+  }
+
+  async create (model: ResourceModel, fields: Fields): Promise<StoredRecord> {
+    const table = await this.#prepare(model)
+    const columns = [...table.columns.values()]
+    const values = columns.map(col => writeValue(col, fields[col.field.name]))
+    const names = join([...columns.map(col => ident(col.name)), ident(table.version), ident(table.modifiedAt)], ', ')
+    const rows = await this.#run(sql`INSERT INTO ${table.ref} AS ${ident(MAIN)} (${names}) VALUES (${join(values, ', ')}, 1, now()) RETURNING ${table.selectList}`, 'write', model, fields)
+    return table.decode(rows[0])
+  }
+
+  async update (model: ResourceModel, id: string, fields: Fields, how: WriteOptions = {}): Promise<StoredRecord | null | typeof VERSION_MISMATCH> {
+    const table = await this.#prepare(model)
+    if (!isStorable(id)) return null
+    const sets = [...table.columns.values()].filter(col => col !== table.id).map(col => sql`${ident(col.name)} = ${writeValue(col, fields[col.field.name])}`)
+    sets.push(sql`${ident(table.version)} = ${ident(MAIN, table.version)} + 1`, sql`${ident(table.modifiedAt)} = now()`)
+    // Compare-and-set in the statement itself, so If-Match cannot race (STYLE §5).
+    const rows = await this.#run(sql`UPDATE ${table.ref} AS ${ident(MAIN)} SET ${join(sets, ', ')} WHERE ${idEquals(table, id)}${versionEquals(table, how)} RETURNING ${table.selectList}`, 'write', model, fields)
+    if (rows.length > 0) return table.decode(rows[0])
+    return await this.#missOrMismatch(table, id, how)
+  }
+
+  async remove (model: ResourceModel, id: string, how: WriteOptions = {}): Promise<boolean | typeof VERSION_MISMATCH> {
+    const table = await this.#prepare(model)
+    if (!isStorable(id)) return false
+    // Children still pointing here make the foreign key refuse: 409, with no read-then-delete race.
+    const rows = await this.#run(sql`DELETE FROM ${table.ref} AS ${ident(MAIN)} WHERE ${idEquals(table, id)}${versionEquals(table, how)} RETURNING 1`, 'delete', model)
+    if (rows.length > 0) return true
+    return (await this.#missOrMismatch(table, id, how)) ?? false
+  }
+
+  /** After a write touched no row: either answer was true when the statement ran. */
+  async #missOrMismatch (table: Table, id: string, how: WriteOptions): Promise<null | typeof VERSION_MISMATCH> {
+    if (how.ifVersion === undefined) return null
+    const rows = await this.#run(sql`SELECT 1 FROM ${table.ref} AS ${ident(MAIN)} WHERE ${idEquals(table, id)}`, 'read', table.model)
+    return rows.length > 0 ? VERSION_MISMATCH : null
+  }
+
+  async close (): Promise<void> {
+    await this.#db.close()
+  }
+}
+
+async function run (query: QueryFunction, fragment: Sql): Promise<unknown[][]> {
+  const { text, values } = toQuery(fragment)
+  return await query(text, values)
+}
+
+/** The model and every model reachable through relations: their tables are created together. */
+function connected (model: ResourceModel): ResourceModel[] {
+  const seen = new Set([model])
+  for (const m of seen) for (const relation of m.relations.values()) seen.add(relation.target)
+  return [...seen]
+}
+
+function column (table: Table, field: string): Column {
+  return table.columns.get(field) as Column
+}
+
+/** PostgreSQL text cannot hold NUL, so no stored id contains one. */
+function isStorable (text: string): boolean {
+  return !text.includes('\u0000')
+}
+
+function idEquals (table: Table, id: string): Sql {
+  return sql`${ident(MAIN, table.id.name)} = ${id}::text`
+}
+
+function versionEquals (table: Table, how: WriteOptions): Sql {
+  return how.ifVersion === undefined ? sql`` : sql` AND ${ident(MAIN, table.version)} = ${how.ifVersion}::integer`
+}
+
+/** A field value for INSERT/UPDATE; values PostgreSQL cannot hold are a 422 naming the field. */
+function writeValue (col: Column, value: unknown): Sql {
+  const { name, type } = col.field
+  const refuse = (reason: string) => withInvalidParams(new UnprocessableError(`${name} ${reason}.`), [{ name, reason }])
+  if (typeof value === 'string' && !isStorable(value)) throw refuse('cannot contain the NUL character')
+  if (type === 'integer' && typeof value === 'number' && !Number.isSafeInteger(value)) throw refuse('must be an integer between -(2^53 - 1) and 2^53 - 1')
+  // JavaScript dates carry milliseconds: storing more would make the value differ from what is read back.
+  if (type === 'datetime' && value != null) return sql`date_trunc('milliseconds', ${value}::timestamptz)`
+  return typed(value ?? null, type)
+}

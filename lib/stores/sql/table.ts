@@ -1,0 +1,145 @@
+// The table behind one resource (issue 6 "Schema from TypeBox"): its names, column types and the
+// row codec, resolved once per model from the store's options, never per request.
+import type { FieldModel, FieldType, ResourceModel } from '../../registry/model.js'
+import type { Fields, StoredRecord } from '../store.js'
+import { ident, join, raw, sql, Sql } from './sql.js'
+
+/** Maps a resource onto a table someone else manages (or renames ours). */
+export interface TableMapping {
+  /** Default: the resource name, e.g. `books`. */
+  readonly table?: string
+  /** Field name → column name; fields not listed use their own name. */
+  readonly columns?: Readonly<Record<string, string>>
+  /** Default `version`. */
+  readonly versionColumn?: string
+  /** Default `modified_at`. */
+  readonly modifiedAtColumn?: string
+}
+
+export interface Column {
+  readonly field: FieldModel
+  readonly name: string
+  /** False for the id and required non-nullable fields (NOT NULL): their order needs no NULLS clause. */
+  readonly canBeNull: boolean
+}
+
+export interface Table {
+  readonly model: ResourceModel
+  readonly schema: string
+  readonly name: string
+  /** `"schema"."table"`. */
+  readonly ref: Sql
+  /** By field name, in the schema's order. */
+  readonly columns: ReadonlyMap<string, Column>
+  readonly id: Column
+  readonly version: string
+  readonly modifiedAt: string
+  /** The fields, then version and modification time, of the row aliased `t0`. */
+  readonly selectList: Sql
+  decode (row: readonly unknown[]): StoredRecord
+}
+
+/** Column type per field type. Text is collated "C" so it sorts by code point, like the memory store. */
+export const columnTypes: Readonly<Record<FieldType, string>> = {
+  string: 'text COLLATE "C"',
+  integer: 'bigint',
+  number: 'double precision',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'timestamptz',
+  json: 'jsonb'
+}
+
+const casts: Readonly<Record<FieldType, string>> = {
+  string: 'text',
+  integer: 'bigint',
+  number: 'double precision',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'timestamptz',
+  json: 'jsonb'
+}
+
+/** The alias of the main table in every statement. */
+export const MAIN = 't0'
+
+/** A value as a typed placeholder, so PostgreSQL never guesses its type. */
+export function typed (value: unknown, type: FieldType): Sql {
+  if (type === 'json' && value !== null) return sql`${JSON.stringify(value)}::jsonb`
+  // Integers beyond 2^53 are not exact JS numbers anyway; compare them as doubles rather than fail.
+  const cast = type === 'integer' && !Number.isSafeInteger(value) && value !== null ? 'double precision' : casts[type]
+  return sql`${value}::${raw(cast)}`
+}
+
+export function arrayCast (type: FieldType): Sql {
+  return raw(`${casts[type]}[]`)
+}
+
+/** A column of an aliased table; text gets the "C" collation so order and comparison follow code points. */
+export function columnRef (alias: string, column: Column): Sql {
+  const ref = ident(alias, column.name)
+  return column.field.type === 'string' ? sql`${ref} COLLATE "C"` : ref
+}
+
+/** Resolves a model's table once; throws TypeError when the mapping names unknown fields or reuses a column. */
+export function resolveTable (model: ResourceModel, schema: string, mapping: TableMapping = {}): Table {
+  const where = `tables.${model.name}`
+  const name = mapping.table ?? model.name
+  for (const field of Object.keys(mapping.columns ?? {})) {
+    if (!model.fields.has(field)) throw new TypeError(`SQL store option ${where}.columns names '${field}', which is not a field of ${model.name}`)
+  }
+  const columns = new Map<string, Column>()
+  for (const field of model.fields.values()) {
+    const canBeNull = field.name !== model.idField && (field.nullable || !field.required)
+    columns.set(field.name, { field, name: mapping.columns?.[field.name] ?? field.name, canBeNull })
+  }
+  const version = mapping.versionColumn ?? 'version'
+  const modifiedAt = mapping.modifiedAtColumn ?? 'modified_at'
+  const names = [...[...columns.values()].map(column => column.name), version, modifiedAt]
+  const repeated = names.find((column, i) => names.indexOf(column) !== i)
+  if (repeated !== undefined) {
+    throw new TypeError(`SQL store: column '${repeated}' of table ${name} would hold two things; rename it with ${where}.columns, .versionColumn or .modifiedAtColumn`)
+  }
+  const ordered = [...columns.values()]
+  const selectList = join([
+    ...ordered.map(column => selectColumn(column)),
+    ident(MAIN, version),
+    ident(MAIN, modifiedAt)
+  ], ', ')
+  return Object.freeze({
+    model,
+    schema,
+    name,
+    ref: ident(schema, name),
+    columns,
+    id: columns.get(model.idField) as Column,
+    version,
+    modifiedAt,
+    selectList,
+    decode (row: readonly unknown[]): StoredRecord {
+      const data: Fields = {}
+      ordered.forEach((column, i) => {
+        const value = row[i]
+        // Optional non-nullable fields that were never set stay absent, as in the memory store.
+        if (value === null) {
+          if (column.field.nullable) data[column.field.name] = null
+        } else {
+          // bigint arrives as a string from pg; the schema promises a JSON number.
+          data[column.field.name] = column.field.type === 'integer' ? Number(value) : value
+        }
+      })
+      const n = ordered.length
+      return Object.freeze({ data: Object.freeze(data), version: Number(row[n]), modifiedAt: new Date(row[n + 1] as Date) })
+    }
+  })
+}
+
+// Dates and date-times leave as the ISO text the schema promises, whatever the driver's parsers.
+function selectColumn (column: Column): Sql {
+  const ref = ident(MAIN, column.name)
+  switch (column.field.type) {
+    case 'date': return sql`to_char(${ref}, 'YYYY-MM-DD')`
+    case 'datetime': return sql`to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+    default: return ref
+  }
+}

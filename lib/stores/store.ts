@@ -1,0 +1,65 @@
+// The store contract (STYLE §5): what every backend implements. Free of HTTP concerns; receives
+// queries already parsed and checked against the model, never raw query strings.
+import type { FilterNode } from '../query/filter/ast.js'
+import type { ResourceModel } from '../registry/model.js'
+
+export type Fields = Record<string, unknown>
+
+/** A record as stored: its fields plus the revision the ETag derives from. */
+export interface StoredRecord<T extends Fields = Fields> {
+  readonly data: T
+  /** Increases by one on every write; starts at 1. */
+  readonly version: number
+  /** Time of the last write. */
+  readonly modifiedAt: Date
+}
+
+export interface SortKey { readonly field: string, readonly direction: 'asc' | 'desc' }
+
+/**
+ * Where a page starts. `offset` skips that many matches. `after`/`before` are keyset positions:
+ * the sort-key values (one per `sort` entry, id last) of the item the page follows or precedes.
+ */
+export type PageWindow =
+  | { readonly kind: 'offset', readonly offset: number }
+  | { readonly kind: 'after' | 'before', readonly values: readonly unknown[] }
+
+export interface ListQuery {
+  readonly filter: FilterNode | null
+  /** Total order: always ends with the id (Paging stability 1). */
+  readonly sort: readonly SortKey[]
+  readonly window: PageWindow
+  readonly limit: number
+  /** Also count every match (spec "Total"). */
+  readonly total: boolean
+}
+
+export interface Page {
+  /** In the query's sort order, also for `before` windows. */
+  readonly items: readonly StoredRecord[]
+  /** More matches lie beyond the page in the direction it was read. */
+  readonly hasMore: boolean
+  /** Set when the query asked for it. */
+  readonly total?: number
+}
+
+export interface WriteOptions {
+  /** Compare-and-set: write only when the stored version still equals this. */
+  readonly ifVersion?: number
+}
+
+/** What `update`/`remove` report when `ifVersion` no longer matches. */
+export const VERSION_MISMATCH = Symbol('version mismatch')
+
+export interface Store {
+  list (model: ResourceModel, query: ListQuery): Promise<Page>
+  get (model: ResourceModel, id: string): Promise<StoredRecord | null>
+  /** Records with the given values in `field` (batched lookups for expand/include), in no set order. */
+  getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]>
+  /** `fields` includes the id; the caller assigns it. */
+  create (model: ResourceModel, fields: Fields): Promise<StoredRecord>
+  /** Replaces all fields; null when the id does not exist. */
+  update (model: ResourceModel, id: string, fields: Fields, how?: WriteOptions): Promise<StoredRecord | null | typeof VERSION_MISMATCH>
+  remove (model: ResourceModel, id: string, how?: WriteOptions): Promise<boolean | typeof VERSION_MISMATCH>
+  close (): Promise<void>
+}

@@ -1,0 +1,27 @@
+// The demo's resources, defined over one store so relations and referential rules hold.
+import { defineResource } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
+import { Author } from './authors.js'
+import { Book } from './books.js'
+
+export function demoResources (store: Store) {
+  const authors = defineResource({
+    name: 'authors',
+    singular: 'author',
+    schema: Author,
+    store,
+    defaultPageSize: 20,
+    maxPageSize: 100,
+    relations: { books: { kind: 'many', resource: 'books', field: 'authorId' } }
+  })
+  const books = defineResource({
+    name: 'books',
+    singular: 'book',
+    schema: Book,
+    store,
+    defaultPageSize: 20,
+    maxPageSize: 100,
+    relations: { author: { kind: 'one', resource: 'authors', field: 'authorId' } }
+  })
+  return [authors, books]
+}

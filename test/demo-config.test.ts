@@ -1,0 +1,125 @@
+// The demo's settings (demo-service.md, "Starting it"; issue 2, point 8): every environment
+// variable, its default, and each kind of bad value, which must name the setting in one line.
+import t from 'tap'
+import { ConfigError, loadConfig } from '../lib/demo/config.js'
+
+t.test('with no environment every setting takes its documented default', async t => {
+  const config = loadConfig({})
+  t.same({ ...config, apiTokens: [...config.apiTokens], apiKeys: [...config.apiKeys] }, {
+    port: 3000,
+    host: '127.0.0.1',
+    store: 'pglite',
+    dataDir: './data',
+    databaseUrl: undefined,
+    apiTokens: [['dev-token', 'write'], ['read-token', 'read']],
+    apiKeys: [['dev-key', 'write']],
+    allowedOrigins: ['http://localhost:8080'],
+    cursorSecret: undefined,
+    requireIfMatch: false,
+    rateLimitMax: 1000,
+    rateLimitWindow: '1 minute',
+    redisUrl: undefined
+  })
+  t.ok(Object.isFrozen(config))
+})
+
+t.test('every setting is read from its variable', async t => {
+  const config = loadConfig({
+    PORT: '8081',
+    HOST: ' 0.0.0.0 ',
+    STORE: 'memory',
+    DATA_DIR: '/var/lib/demo',
+    API_TOKENS: ' alpha:read , beta.token~/+=:write ',
+    API_KEYS: 'legacy:read',
+    ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:3001',
+    CURSOR_SECRET: 'sixteen-chars-ok',
+    REQUIRE_IF_MATCH: 'true',
+    RATE_LIMIT_MAX: '5',
+    RATE_LIMIT_WINDOW: ' 30 seconds ',
+    REDIS_URL: 'redis://127.0.0.1:6379'
+  })
+  t.same({ ...config, apiTokens: [...config.apiTokens], apiKeys: [...config.apiKeys] }, {
+    port: 8081,
+    host: '0.0.0.0',
+    store: 'memory',
+    dataDir: '/var/lib/demo',
+    databaseUrl: undefined,
+    apiTokens: [['alpha', 'read'], ['beta.token~/+=', 'write']],
+    apiKeys: [['legacy', 'read']],
+    allowedOrigins: ['https://app.example.com', 'http://localhost:3001'],
+    cursorSecret: 'sixteen-chars-ok',
+    requireIfMatch: true,
+    rateLimitMax: 5,
+    rateLimitWindow: '30 seconds',
+    redisUrl: 'redis://127.0.0.1:6379'
+  })
+})
+
+t.test('DATABASE_URL implies STORE=postgres', async t => {
+  t.match(loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' }), { store: 'postgres', databaseUrl: 'postgres://postgres@127.0.0.1:5432/test' })
+  t.match(loadConfig({ STORE: 'postgres', DATABASE_URL: 'postgresql://h/db' }), { store: 'postgres' })
+})
+
+t.test('empty variables mean their defaults', async t => {
+  t.match(loadConfig({ PORT: '', HOST: ' ', DATA_DIR: '', DATABASE_URL: ' ', CURSOR_SECRET: '', REQUIRE_IF_MATCH: '', RATE_LIMIT_MAX: '', REDIS_URL: '' }), {
+    port: 3000, host: '127.0.0.1', store: 'pglite', dataDir: './data', databaseUrl: undefined, cursorSecret: undefined, requireIfMatch: false, rateLimitMax: 1000, redisUrl: undefined
+  })
+})
+
+t.test('an empty API_KEYS turns the legacy method off; empty lists are allowed', async t => {
+  const config = loadConfig({ API_KEYS: '', API_TOKENS: '', ALLOWED_ORIGINS: '' })
+  t.same([config.apiKeys.size, config.apiTokens.size, config.allowedOrigins], [0, 0, []])
+})
+
+for (const [port, expected] of [['0', 0], ['65535', 65535]] as const) {
+  t.test(`PORT ${port} is accepted`, async t => {
+    t.equal(loadConfig({ PORT: port }).port, expected)
+  })
+}
+
+for (const window of ['500', '1 ms', '2 milliseconds', '1 second', '2 minutes', '1 hour', '3 days']) {
+  t.test(`RATE_LIMIT_WINDOW '${window}' is accepted`, async t => {
+    t.equal(loadConfig({ RATE_LIMIT_WINDOW: window }).rateLimitWindow, window)
+  })
+}
+
+t.test('REDIS_URL accepts rediss:// too', async t => {
+  t.equal(loadConfig({ REDIS_URL: 'rediss://cache:6380' }).redisUrl, 'rediss://cache:6380')
+})
+
+const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
+  [{ STORE: 'sqlite' }, 'STORE', /must be pglite, memory or postgres, received 'sqlite'/],
+  [{ STORE: 'postgres' }, 'DATABASE_URL', /is required when STORE=postgres/],
+  [{ STORE: 'memory', DATABASE_URL: 'postgres://h/db' }, 'STORE', /is 'memory' but DATABASE_URL is set/],
+  [{ DATABASE_URL: 'mysql://h/db' }, 'DATABASE_URL', /must be a postgres:\/\/ or postgresql:\/\/ URL/],
+  [{ PORT: 'eighty' }, 'PORT', /must be an integer from 0 to 65535, received 'eighty'/],
+  [{ PORT: '65536' }, 'PORT', /received '65536'/],
+  [{ PORT: '-1' }, 'PORT', /received '-1'/],
+  [{ PORT: '80.5' }, 'PORT', /received '80.5'/],
+  [{ API_TOKENS: 'token' }, 'API_TOKENS', /entries must look like value:read or value:write .* received 'token'/],
+  [{ API_TOKENS: 'token:admin' }, 'API_TOKENS', /received 'token:admin'/],
+  [{ API_TOKENS: ':write' }, 'API_TOKENS', /received ':write'/],
+  [{ API_TOKENS: 'two words:read' }, 'API_TOKENS', /received 'two words:read'/],
+  [{ API_TOKENS: 'a:read,a:write' }, 'API_TOKENS', /lists one value twice/],
+  [{ API_KEYS: 'key' }, 'API_KEYS', /received 'key'/],
+  [{ ALLOWED_ORIGINS: '*' }, 'ALLOWED_ORIGINS', /no \*, path or trailing slash\), received '\*'/],
+  [{ ALLOWED_ORIGINS: 'https://app.example.com/' }, 'ALLOWED_ORIGINS', /received 'https:\/\/app.example.com\/'/],
+  [{ ALLOWED_ORIGINS: 'https://ok.example.com,app.example.com' }, 'ALLOWED_ORIGINS', /received 'app.example.com'/],
+  [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET', /must be at least 16 characters/],
+  [{ REQUIRE_IF_MATCH: 'yes' }, 'REQUIRE_IF_MATCH', /must be true or false, received 'yes'/],
+  [{ RATE_LIMIT_MAX: '0' }, 'RATE_LIMIT_MAX', /must be an integer from 1 to/],
+  [{ RATE_LIMIT_MAX: 'many' }, 'RATE_LIMIT_MAX', /received 'many'/],
+  [{ RATE_LIMIT_WINDOW: '1 fortnight' }, 'RATE_LIMIT_WINDOW', /must be a duration such as '1 minute', '30 seconds' or milliseconds, received '1 fortnight'/],
+  [{ RATE_LIMIT_WINDOW: '0' }, 'RATE_LIMIT_WINDOW', /received '0'/],
+  [{ RATE_LIMIT_WINDOW: '0 minutes' }, 'RATE_LIMIT_WINDOW', /received '0 minutes'/],
+  [{ REDIS_URL: 'http://cache' }, 'REDIS_URL', /must be a redis:\/\/ or rediss:\/\/ URL/]
+]
+
+for (const [env, setting, message] of bad) {
+  t.test(`${JSON.stringify(env)} fails naming ${setting} in one line`, async t => {
+    const error = (() => { try { loadConfig(env) } catch (e) { return e } })()
+    t.type(error, ConfigError)
+    t.match(error, { name: 'ConfigError', setting, message })
+    t.match((error as Error).message, new RegExp(`^Invalid setting ${setting}: [^\\n]+$`))
+  })
+}

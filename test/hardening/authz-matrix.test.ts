@@ -1,0 +1,191 @@
+// Authorization matrix (issue 10 "Must show" 5; spec "Authentication" 1–4, 6; demo-service.md
+// API_TOKENS, API_KEYS, ALLOWED_ORIGINS): every route the demo registers, collected with an
+// onRoute hook so a new route cannot escape, × every method it serves × seven credentials ×
+// three origins. The expected status comes from the demo's configuration, written out below
+// from the contract; the test compares it with what a client gets, cell by cell.
+import t from 'tap'
+import Fastify from 'fastify'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse, RouteOptions } from 'fastify'
+import apiConventions, { memoryStore } from '../../lib/index.js'
+import { buildDemoApp, demoSecurityOptions } from '../../lib/demo/app.js'
+import { loadConfig } from '../../lib/demo/config.js'
+import { demoResources } from '../../schemas/index.js'
+
+// The demo's defaults: dev-token:write, read-token:read, dev-key:write, http://localhost:8080.
+const config = loadConfig({ STORE: 'memory', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'matrix-secret-0123456789' })
+
+const credentials = {
+  anonymous: {},
+  malformed: { authorization: 'Bearer' },
+  wrong: { authorization: 'Bearer not-a-known-token' },
+  wrongKey: { 'x-api-key': 'not-a-known-key' },
+  read: { authorization: 'Bearer read-token' },
+  write: { authorization: 'Bearer dev-token' },
+  writeKey: { 'x-api-key': 'dev-key' }
+} as const satisfies Record<string, Record<string, string>>
+type Credential = keyof typeof credentials
+
+const origins = { allowed: 'http://localhost:8080', disallowed: 'https://evil.example', none: undefined } as const
+type OriginKind = keyof typeof origins
+
+interface CollectedRoute { readonly url: string, readonly method: string, readonly options: RouteOptions }
+
+/**
+ * The demo app (lib/demo/app.ts) assembled from the same parts — the plugin with the demo's
+ * resources and security options, and /health — with an onRoute hook in front. A test below
+ * checks its route table equals buildDemoApp's, so the copy cannot drift from the real demo.
+ */
+async function buildObservedDemo (): Promise<{ app: FastifyInstance, routes: CollectedRoute[] }> {
+  const app = Fastify()
+  const routes: CollectedRoute[] = []
+  app.addHook('onRoute', function collectRoute (route) {
+    for (const method of [route.method].flat()) routes.push({ url: route.url, method, options: route })
+  })
+  app.get('/health', function health () { return { status: 'ok' } })
+  await app.register(apiConventions, {
+    prefix: '/v1',
+    resources: demoResources(memoryStore()),
+    cursorSecret: config.cursorSecret,
+    requireIfMatch: config.requireIfMatch,
+    ...demoSecurityOptions(config)
+  })
+  await app.ready()
+  return { app, routes }
+}
+
+const { app, routes } = await buildObservedDemo()
+t.teardown(() => app.close())
+
+// ---- The expectation, from the configuration ----------------------------------------------
+
+const readMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
+const resourcePattern = /^\/v1\/(authors|books)(\/:id(\/books)?)?$/
+const successStatus: Readonly<Record<string, number>> = { GET: 200, HEAD: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204, OPTIONS: 200 }
+
+/** What the route is, as the configuration sees it. */
+function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'preflight-only' {
+  if (!route.url.startsWith('/v1')) return 'host'
+  if (route.options.config?.public === true) return 'public'
+  if (resourcePattern.test(route.url)) return 'resource'
+  // @fastify/cors's `OPTIONS /v1*`, there so that preflights to any path find a route.
+  if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'
+  throw new Error(`no expectation written for ${route.method} ${route.url}: add it to the matrix`)
+}
+
+/**
+ * The status the demo's configuration calls for. Order of the checks (STYLE §3): Origin (403,
+ * spec "Authentication" 6) before credentials (401, "Authentication" 4) before rights (403:
+ * `read` allows GET/HEAD/OPTIONS only, `write` everything). Public pages need no credentials but
+ * keep the Origin check; /health is the host's, outside the API, and checks neither.
+ */
+function expected (route: CollectedRoute, credential: Credential, origin: OriginKind, publicStatus: number): number {
+  const kind = classify(route)
+  if (kind === 'host') return publicStatus
+  if (origin === 'disallowed') return 403
+  if (kind === 'public') return publicStatus
+  if (credential === 'anonymous' || credential === 'malformed' || credential === 'wrong' || credential === 'wrongKey') return 401
+  if (kind === 'preflight-only') return 404 // authenticated, not a preflight, no resource at that path
+  if (credential === 'read' && !readMethods.has(route.method)) return 403
+  return successStatus[route.method]
+}
+
+// ---- Requests -------------------------------------------------------------------------------
+
+const write = credentials.write
+let serial = 0
+
+/** A fresh author (no books, so DELETE may succeed) or book, made with the write token. */
+async function fresh (resources: 'authors' | 'books'): Promise<string> {
+  const author = await app.inject({ method: 'POST', url: '/v1/authors', headers: write, payload: { name: `Author ${serial++}` } })
+  const authorId = author.json().data.author.id as string
+  if (resources === 'authors') return authorId
+  const book = await app.inject({ method: 'POST', url: '/v1/books', headers: write, payload: { title: `Book ${serial++}`, authorId } })
+  return book.json().data.book.id as string
+}
+
+/** A concrete request for the route: fresh records for item paths, a valid body for writes. */
+async function requestFor (route: CollectedRoute): Promise<InjectOptions & { url: string }> {
+  const match = resourcePattern.exec(route.url)
+  let url = route.url.replace('/v1*', '/v1/no-such-collection').replace(':slug', 'not-found')
+  let payload: Record<string, unknown> | undefined
+  if (match !== null) {
+    const resources = match[1] as 'authors' | 'books'
+    if (match[2] !== undefined) url = url.replace(':id', await fresh(resources))
+    if (route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH') {
+      payload = resources === 'authors' ? { name: `Written ${serial++}` } : { title: `Written ${serial++}`, authorId: await fresh('authors') }
+    }
+  }
+  return { method: route.method as InjectOptions['method'], url, payload }
+}
+
+/** What a client sees that matters here, for one cell. */
+function observe (res: LightMyRequestResponse, origin: OriginKind) {
+  const problems = []
+  if (res.statusCode >= 400 && !/^application\/problem\+json/.test(String(res.headers['content-type']))) problems.push('not problem+json')
+  if (res.statusCode === 401 && !/^Bearer realm="demo"/.test(String(res.headers['www-authenticate']))) problems.push('401 without a Bearer challenge')
+  const allowOrigin = res.headers['access-control-allow-origin']
+  if (allowOrigin === '*') problems.push('Access-Control-Allow-Origin: *')
+  if (origin !== 'allowed' && allowOrigin !== undefined) problems.push(`Access-Control-Allow-Origin ${String(allowOrigin)} for a ${origin} origin`)
+  return problems
+}
+
+t.test('the observed app has exactly the demo\'s routes', async t => {
+  const demo = await buildDemoApp(config)
+  t.teardown(() => demo.close())
+  await demo.ready()
+  t.equal(app.printRoutes({ commonPrefix: false }), demo.printRoutes({ commonPrefix: false }))
+})
+
+t.test('every route has an expectation, and the contract\'s public addresses are public', async t => {
+  const kinds = Object.fromEntries(routes.map(route => [`${route.method} ${route.url}`, classify(route)]))
+  t.match(kinds, {
+    'GET /health': 'host',
+    'GET /v1/openapi.json': 'public',
+    'GET /v1/docs': 'public',
+    'GET /v1/authors': 'resource',
+    'DELETE /v1/books/:id': 'resource',
+    'GET /v1/authors/:id/books': 'resource'
+  })
+  // The eight operations on both collections, and the nested collection: 4 + 6 per resource, + 3.
+  t.equal(routes.filter(route => classify(route) === 'resource').length, 23)
+})
+
+for (const route of routes) {
+  t.test(`${route.method} ${route.url}`, async t => {
+    // Public pages answer the same to everyone: anonymous and without Origin is the reference.
+    const reference = await app.inject(await requestFor(route))
+    const publicStatus = reference.statusCode
+    if (classify(route) === 'host' || classify(route) === 'public') t.ok(publicStatus < 400, `the page itself answers (${publicStatus})`)
+    const want: Record<string, number> = {}
+    const got: Record<string, number> = {}
+    const headerProblems: Record<string, string[]> = {}
+    for (const origin of Object.keys(origins) as OriginKind[]) {
+      for (const credential of Object.keys(credentials) as Credential[]) {
+        const cell = `${credential} from ${origin} origin`
+        const request = await requestFor(route)
+        const headers: Record<string, string> = { ...credentials[credential] }
+        if (origins[origin] !== undefined) headers.origin = origins[origin] as string
+        const res = await app.inject({ ...request, headers: { ...headers, ...(request.payload === undefined ? {} : { 'content-type': 'application/json' }) } })
+        want[cell] = expected(route, credential, origin, publicStatus)
+        got[cell] = res.statusCode
+        const problems = observe(res, origin)
+        if (problems.length > 0) headerProblems[cell] = problems
+      }
+    }
+    t.same(got, want, 'status per credential and origin')
+    t.same(headerProblems, {}, 'problem+json errors, Bearer challenges, and Access-Control-Allow-Origin only for the allowed origin')
+  })
+}
+
+t.test('CORS preflights to every resource path answer without credentials, and only for the allowed origin', async t => {
+  const paths = [...new Set(routes.filter(route => classify(route) === 'resource').map(route => route.url))]
+  t.equal(paths.length, 5)
+  for (const path of paths) {
+    const url = path.replace(':id', await fresh('authors'))
+    const preflight = (origin: string) => app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'authorization, content-type' } })
+    const allowed = await preflight(origins.allowed)
+    t.same({ status: allowed.statusCode, origin: allowed.headers['access-control-allow-origin'], methods: allowed.headers['access-control-allow-methods'] },
+      { status: 204, origin: origins.allowed, methods: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }, `${path} from the allowed origin`)
+    t.equal((await preflight(origins.disallowed)).statusCode, 403, `${path} from a disallowed origin`)
+  }
+})

@@ -1,0 +1,166 @@
+// Limits (issue 5, point 11): query string → 414, body → 413, handler time → 503, and at the
+// socket header size → 431, slow requests → 408, broken HTTP → 400, all as problem+json.
+import { connect } from 'node:net'
+import type { Socket } from 'node:net'
+import t from 'tap'
+import Fastify from 'fastify'
+import type { RouteOptions } from 'fastify'
+import apiConventions, { createClientErrorHandler, memoryStore } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
+import { demoResources } from '../schemas/index.js'
+import { buildApp, json } from './helpers/app.js'
+
+t.test('a query string over maxQueryLength is 414 problem+json; at the limit it is served', async t => {
+  const app = await buildApp(t, { maxQueryLength: 40 })
+  const atLimit = await app.inject({ url: `/v1/books?title=${'x'.repeat(34)}` })
+  t.equal(atLimit.statusCode, 200)
+  const over = await app.inject({ url: `/v1/books?title=${'x'.repeat(35)}` })
+  t.equal(over.statusCode, 414)
+  t.match(over.headers['content-type'], /^application\/problem\+json/)
+  t.match(over.json(), { status: 414, type: '/v1/problems/uri-too-long', detail: 'The request URL is longer than 40 characters.' })
+  t.equal(over.headers['x-content-type-options'], 'nosniff')
+  t.equal((await app.inject({ url: `/v1/books/${'x'.repeat(60)}` })).statusCode, 404, 'the path does not count')
+})
+
+t.test('the default maxQueryLength is 4096', async t => {
+  const app = await buildApp(t)
+  t.equal((await app.inject({ url: `/v1/books?title=${'x'.repeat(4090)}` })).statusCode, 200)
+  t.equal((await app.inject({ url: `/v1/books?title=${'x'.repeat(4091)}` })).statusCode, 414)
+})
+
+t.test('a body over bodyLimit is 413 problem+json', async t => {
+  const app = await buildApp(t, { bodyLimit: 64 })
+  const small = await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Hone Tuwhare' } })
+  t.equal(small.statusCode, 201)
+  const large = await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'x'.repeat(100) } })
+  t.equal(large.statusCode, 413)
+  t.match(large.headers['content-type'], /^application\/problem\+json/)
+  t.match(large.json(), { status: 413, type: '/v1/problems/body-too-large' })
+})
+
+t.test('a handler slower than handlerTimeout is answered 503 problem+json', async t => {
+  let release: () => void = () => {}
+  const stalled = new Promise<void>(resolve => { release = resolve })
+  t.teardown(() => release())
+  const resources = (store: Store) => {
+    // Listing books never answers while the test runs; authors answer at once.
+    const slow = Object.assign(Object.create(store) as Store, {
+      async list (...args: Parameters<Store['list']>) {
+        if (args[0].name === 'books') await stalled
+        return store.list(...args)
+      }
+    })
+    return demoResources(slow)
+  }
+  const app = await buildApp(t, { handlerTimeout: 50, resources })
+  const res = await app.inject({ url: '/v1/books' })
+  t.equal(res.statusCode, 503)
+  t.match(res.headers['content-type'], /^application\/problem\+json/)
+  t.match(res.json(), { status: 503, title: 'Service Unavailable', type: '/v1/problems/handler-timeout' })
+  t.equal(res.headers['cache-control'], 'no-store')
+  t.equal((await app.inject({ url: '/v1/authors' })).statusCode, 200, 'fast handlers are unaffected')
+})
+
+t.test('a route\'s own bodyLimit and handlerTimeout win over the options', async t => {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  // A host hook stands in for a route that sets its own limits.
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (route.url === '/v1/authors' && route.method === 'POST') Object.assign(route, { bodyLimit: 1000, handlerTimeout: 60000 })
+  })
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()), bodyLimit: 64, handlerTimeout: 1000 })
+  const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'x'.repeat(100) } })
+  t.equal(res.statusCode, 201)
+  t.equal((await app.inject({ method: 'PUT', url: `/v1/authors/${res.json().data.author.id}`, headers: json, payload: { name: 'x'.repeat(100) } })).statusCode, 413)
+})
+
+t.test('bad limit options stop registration, naming the option', async t => {
+  for (const [name, value] of [['maxQueryLength', 0], ['bodyLimit', '1mb'], ['handlerTimeout', -1], ['handlerTimeout', 1.5]] as const) {
+    await t.rejects(buildApp(t, { [name]: value }), { code: 'API_ERR_OPTIONS_INVALID', message: new RegExp(`${name} must be a positive integer`) }, `${name}=${value}`)
+  }
+})
+
+/** Sends raw bytes and collects everything until the server closes the connection. */
+function rawExchange (port: number, data: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(data))
+    let received = ''
+    socket.on('data', chunk => { received += String(chunk) })
+    socket.on('error', reject)
+    socket.on('close', () => resolve(received))
+  })
+}
+
+function parse (raw: string) {
+  const [head, body] = raw.split('\r\n\r\n')
+  const [statusLine, ...lines] = head.split('\r\n')
+  const headers = Object.fromEntries(lines.map(line => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+  return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) }
+}
+
+async function listen (t: { teardown (fn: () => unknown): void }, server: object) {
+  const app = await buildApp(t, { server: { clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }), ...server } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return (app.server.address() as { port: number }).port
+}
+
+t.test('headers over the server\'s maxHeaderSize are 431 problem+json', async t => {
+  const port = await listen(t, { http: { maxHeaderSize: 1024 } })
+  const res = parse(await rawExchange(port, `GET /v1/books HTTP/1.1\r\nHost: x\r\nX-Big: ${'x'.repeat(2000)}\r\n\r\n`))
+  t.equal(res.status, 431)
+  t.match(res.headers['content-type'], /^application\/problem\+json/)
+  t.equal(res.headers['x-content-type-options'], 'nosniff')
+  t.ok(Math.abs(Date.parse(res.headers.date) - Date.now()) < 5000)
+  t.same(res.body, { type: '/v1/problems/headers-too-large', title: 'Request Header Fields Too Large', status: 431, detail: 'The request headers are too large.' })
+})
+
+t.test('a request slower than the server\'s requestTimeout is 408 problem+json', async t => {
+  const port = await listen(t, { requestTimeout: 100, http: { connectionsCheckingInterval: 20 } })
+  const res = parse(await rawExchange(port, 'GET /v1/books HTTP/1.1\r\nHost: x\r\n'))
+  t.equal(res.status, 408)
+  t.match(res.body, { type: '/v1/problems/request-timeout', status: 408 })
+})
+
+t.test('a request that is not HTTP is 400 problem+json', async t => {
+  const port = await listen(t, {})
+  const res = parse(await rawExchange(port, 'NOT HTTP AT ALL\r\n\r\n'))
+  t.equal(res.status, 400)
+  t.match(res.body, { type: '/v1/problems/body-malformed', status: 400 })
+})
+
+t.test('the client error handler: envelope form, a type base, and sockets with no one to answer', async t => {
+  const written: string[] = []
+  let destroyed = 0
+  const socket = (state: { writable: boolean, destroyed: boolean }) => ({ ...state, write (text: string) { written.push(text) }, destroy () { destroyed++ } }) as unknown as Socket
+  const handler = createClientErrorHandler({ errorFormat: 'envelope', problemTypeBase: 'https://errors.example.com/' })
+  handler(Object.assign(new Error('overflow'), { code: 'HPE_HEADER_OVERFLOW' }), socket({ writable: true, destroyed: false }))
+  t.match(JSON.parse(written[0].split('\r\n\r\n')[1]), { errors: { type: 'https://errors.example.com/headers-too-large', status: 431 } })
+  handler(new Error('no code'), socket({ writable: false, destroyed: false }))
+  handler(Object.assign(new Error('reset'), { code: 'ECONNRESET' }), socket({ writable: true, destroyed: false }))
+  handler(new Error('gone'), socket({ writable: true, destroyed: true }))
+  t.equal(written.length, 1)
+  t.equal(destroyed, 2)
+  const plain = createClientErrorHandler()
+  plain(new Error('bad'), socket({ writable: true, destroyed: false }))
+  t.match(JSON.parse(written[1].split('\r\n\r\n')[1]), { type: '/problems/body-malformed' })
+})
+
+t.test('a URL that cannot be decoded is a 400 problem when the host uses createFrameworkErrorHandler', async t => {
+  const { buildDemoApp } = await import('../lib/demo/app.js')
+  const { loadConfig } = await import('../lib/demo/config.js')
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
+  t.teardown(() => app.close())
+  const res = await app.inject({ url: '/v1/books/%ZZ', headers: { authorization: 'Bearer dev-token' } })
+  t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 400, type: 'application/problem+json; charset=utf-8' })
+  t.match(res.json(), { type: '/v1/problems/bad-url', status: 400, title: 'Bad Request', instance: '/v1/books/%ZZ' })
+})
+
+t.test('createFrameworkErrorHandler can put the problem under errors', async t => {
+  const Fastify = (await import('fastify')).default
+  const { createFrameworkErrorHandler } = await import('../lib/index.js')
+  const app = Fastify({ frameworkErrors: createFrameworkErrorHandler({ problemTypeBase: 'https://errors.example/', errorFormat: 'envelope' }) })
+  app.get('/x/:id', () => 'ok')
+  t.teardown(() => app.close())
+  const res = await app.inject({ url: '/x/%ZZ' })
+  t.match(res.json(), { errors: { type: 'https://errors.example/bad-url', status: 400 } })
+})

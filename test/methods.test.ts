@@ -1,0 +1,105 @@
+// Methods and paths (spec "Operations" rule 3; issue 2, point 2): every unsupported method on a
+// known path is 405 with Allow, including non-standard methods and operations a read-only
+// resource switches off; unknown paths are 404 problems.
+import t from 'tap'
+import { buildApp, json, pick, seed } from './helpers/app.js'
+import { demoResources } from '../schemas/index.js'
+
+const COLLECTION = 'GET, HEAD, POST, OPTIONS'
+const ITEM = 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS'
+
+const cases: ReadonlyArray<readonly [string, string, string]> = [
+  ['DELETE', '/v1/books', COLLECTION],
+  ['PATCH', '/v1/books', COLLECTION],
+  ['PUT', '/v1/books', COLLECTION],
+  ['POST', '/v1/books/some-id', ITEM],
+  ['PROPFIND', '/v1/books', COLLECTION],
+  ['PROPFIND', '/v1/books/some-id', ITEM],
+  ['POST', '/v1/authors/some-id/books', 'GET, HEAD, OPTIONS'],
+  ['DELETE', '/v1/problems/not-found', 'GET, HEAD'],
+  ['POST', '/v1/problems', 'GET, HEAD']
+]
+
+for (const [method, url, allow] of cases) {
+  t.test(`${method} ${url} answers 405 with Allow: ${allow}`, async t => {
+    const app = await buildApp(t)
+    const res = await app.inject({ method: method as 'GET', url, headers: json, payload: method === 'PROPFIND' ? undefined : {} })
+    t.equal(res.statusCode, 405)
+    t.same(pick(res.headers, 'allow', 'content-type'), { allow, 'content-type': 'application/problem+json; charset=utf-8' })
+    t.same(res.json(), {
+      type: '/v1/problems/method-not-allowed',
+      title: 'Method Not Allowed',
+      status: 405,
+      detail: `Method ${method} is not allowed here; allowed: ${allow}.`,
+      instance: url
+    })
+  })
+}
+
+t.test('405 ignores the query string when matching the path', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'DELETE', url: '/v1/books?filter=x' })
+  t.same({ status: res.statusCode, allow: res.headers.allow, instance: res.json().instance }, { status: 405, allow: COLLECTION, instance: '/v1/books' })
+})
+
+const readOnly = {
+  resources: (store: Parameters<typeof demoResources>[0]) =>
+    demoResources(store).map(r => r.name === 'books' ? { ...r, operations: ['list', 'retrieve'] as const } : r)
+}
+
+for (const [method, url, allow] of [
+  ['POST', '/v1/books', 'GET, HEAD, OPTIONS'],
+  ['PUT', '/v1/books/:id', 'GET, HEAD, OPTIONS'],
+  ['PATCH', '/v1/books/:id', 'GET, HEAD, OPTIONS'],
+  ['DELETE', '/v1/books/:id', 'GET, HEAD, OPTIONS']
+] as const) {
+  t.test(`${method} on a read-only resource answers 405 with Allow: ${allow}`, async t => {
+    const app = await buildApp(t, readOnly)
+    const { authors } = await seed(await buildApp(t)) // ids only; the read-only app has no writes
+    const res = await app.inject({ method, url: url.replace(':id', authors[0].id), headers: json, payload: { title: 'x', authorId: authors[0].id } })
+    t.equal(res.statusCode, 405)
+    t.same(pick(res.headers, 'allow'), { allow })
+  })
+}
+
+t.test('a read-only resource still answers LIST, RETRIEVE and OPTIONS', async t => {
+  const app = await buildApp(t, readOnly)
+  const list = await app.inject({ url: '/v1/books' })
+  const item = await app.inject({ url: '/v1/books/missing' })
+  const options = await app.inject({ method: 'OPTIONS', url: '/v1/books/missing' })
+  t.same([list.statusCode, item.statusCode, options.statusCode], [200, 404, 200])
+  t.same(options.json(), { data: { methods: ['GET', 'HEAD', 'OPTIONS'] } })
+})
+
+t.test('a write-only collection answers 405 to GET with Allow: POST, OPTIONS', async t => {
+  const app = await buildApp(t, {
+    resources: store => demoResources(store).map(r => r.name === 'authors' ? { ...r, operations: ['create'] as const } : r)
+  })
+  const list = await app.inject({ url: '/v1/authors' })
+  const item = await app.inject({ url: '/v1/authors/x' })
+  t.same([list.statusCode, list.headers.allow, item.statusCode, item.headers.allow], [405, 'POST, OPTIONS', 405, 'OPTIONS'])
+})
+
+for (const url of ['/v1/nothing', '/v1/books/some-id/extra', '/v1']) {
+  t.test(`GET ${url} answers a 404 problem`, async t => {
+    const app = await buildApp(t)
+    const res = await app.inject({ url })
+    t.equal(res.statusCode, 404)
+    t.same(res.headers.allow, undefined)
+    t.match(res.json(), { type: '/v1/problems/not-found', title: 'Not Found', status: 404, instance: url })
+  })
+}
+
+t.test('an unknown path answers 404 whatever the method', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'PROPFIND', url: '/v1/nothing' })
+  t.same({ status: res.statusCode, detail: res.json().detail }, { status: 404, detail: '/v1/nothing was not found.' })
+})
+
+t.test('the plugin\'s handlers do not reach the host\'s other routes', async t => {
+  const app = await buildApp(t)
+  // Outside the plugin's scope the host's own not-found handler answers, not a problem document.
+  const res = await app.inject({ url: '/elsewhere' })
+  t.equal(res.statusCode, 404)
+  t.match(res.headers['content-type'], /^application\/json/)
+})

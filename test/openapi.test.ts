@@ -1,0 +1,385 @@
+// The OpenAPI 3.1 definition (issue 7; spec "What the service does" 2, 3): the demo's document and
+// a second app with other options each validate against OpenAPI 3.1, pass Spectral's spectral:oas
+// with zero errors, describe every route the plugin registers, and are served without credentials.
+import t from 'tap'
+import type { Test } from 'tap'
+import Fastify from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import spectralCore from '@stoplight/spectral-core'
+import { oas } from '@stoplight/spectral-rulesets'
+import Parsers from '@stoplight/spectral-parsers'
+import apiConventions, { defineResource, memoryStore } from '../lib/index.js'
+import type { ApiConventionsOptions, Store } from '../lib/index.js'
+import { buildDemoApp } from '../lib/demo/app.js'
+import { loadConfig } from '../lib/demo/config.js'
+import { demoResources } from '../schemas/index.js'
+
+type Json = Record<string, any>
+interface Operation { readonly path: string, readonly method: string, readonly operation: Json }
+
+const methods = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options']
+const write = { authorization: 'Bearer dev-token' }
+
+async function demoApp (t: Test, env: Record<string, string> = {}) {
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length', ...env }))
+  t.teardown(() => app.close())
+  return app
+}
+
+/** A read-only resource beside the demo's, with the field types the demo lacks. */
+function withEvents (store: Store) {
+  const events = defineResource({
+    name: 'events',
+    singular: 'event',
+    store,
+    operations: ['list', 'retrieve'],
+    maxPageSize: 50,
+    schema: Type.Object({
+      id: Type.Readonly(Type.String()),
+      at: Type.String({ format: 'date-time' }),
+      page: Type.Integer(),
+      payload: Type.Optional(Type.Object({}, { additionalProperties: true }))
+    }, { additionalProperties: false })
+  })
+  return [...demoResources(store), events]
+}
+
+const secondOptions = {
+  singleResource: 'flat',
+  errorFormat: 'envelope',
+  links: 'object',
+  requireIfMatch: true,
+  auth: { bearer: (token: string) => token === 'second-token' ? { id: 'second' } : null, basic: () => null },
+  resourcePolicies: { events: { deprecation: { date: '2024-01-01T00:00:00Z' } } },
+  openapi: { title: 'Second API', version: '2.0.0', description: 'Events, authors and books.' }
+} as const
+
+interface Collected { readonly method: string, readonly url: string, readonly hidden: boolean }
+
+/** The plugin on a bare app (no prefix), with every route it registers collected. */
+async function secondApp (t: Test) {
+  const app = Fastify()
+  const routes: Collected[] = []
+  app.addHook('onRoute', route => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, hidden: (route.schema as Json | undefined)?.hide === true })
+  })
+  await app.register(apiConventions, { ...secondOptions, cursorSecret: 'a-test-secret-of-enough-length', resources: withEvents(memoryStore()) } as ApiConventionsOptions)
+  await app.ready()
+  t.teardown(() => app.close())
+  return { app, routes }
+}
+
+async function documentOf (app: FastifyInstance, url: string): Promise<Json> {
+  const res = await app.inject({ url })
+  if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${res.body}`)
+  return res.json()
+}
+
+function operationsOf (document: Json): Operation[] {
+  return Object.entries(document.paths as Json).flatMap(([path, item]) =>
+    methods.filter(method => item[method] !== undefined).map(method => ({ path, method, operation: item[method] })))
+}
+
+/** `/books/{id}` in the document, `/v1/books/:id` in Fastify. */
+const fastifyPath = (server: string, path: string) => (server === '/' ? '' : server) + path.replace(/\{([^}]+)\}/g, ':$1')
+
+async function checkValid (t: Test, document: Json) {
+  const validator = new Validator()
+  const result = await validator.validate(document)
+  t.equal(validator.version, '3.1', 'an OpenAPI 3.1 document')
+  t.same(result.errors ?? [], [], 'valid against the OpenAPI 3.1 schema')
+  t.ok(result.valid)
+}
+
+async function checkSpectral (t: Test, document: Json) {
+  const spectral = new spectralCore.Spectral()
+  spectral.setRuleset(oas as never)
+  const results = await spectral.run(new spectralCore.Document(JSON.stringify(document), Parsers.Json))
+  const errors = results.filter(result => result.severity === 0).map(result => `${result.code} at ${result.path.join('.')}: ${result.message}`)
+  t.same(errors, [], 'spectral:oas reports no errors')
+}
+
+/** Invariants every document keeps, whatever the options. */
+function checkInvariants (t: Test, document: Json, problemRef: string) {
+  const operations = operationsOf(document)
+  const ids = operations.map(({ operation }) => operation.operationId)
+  t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
+  for (const { path, method, operation } of operations) {
+    const where = `${method.toUpperCase()} ${path}`
+    t.ok(typeof operation.operationId === 'string' && typeof operation.summary === 'string' && operation.tags?.length === 1, `${where} has an operationId, a summary and a tag`)
+    for (const [status, response] of Object.entries(operation.responses as Json)) {
+      if (Number(status) < 400) continue
+      if (method === 'head') {
+        t.equal(response.content, undefined, `${where} ${status} has no body`)
+        continue
+      }
+      const types = Object.keys(response.content)
+      t.ok(types.includes('application/problem+json'), `${where} ${status} is application/problem+json`)
+      for (const type of types) t.same(response.content[type].schema, { $ref: problemRef }, `${where} ${status} ${type} refers to the problem schema`)
+    }
+  }
+}
+
+/** Each documented path's methods are the ones the server allows there (its 405 and OPTIONS Allow). */
+async function checkAllow (t: Test, app: FastifyInstance, document: Json, headers: Record<string, string>) {
+  const server = document.servers[0].url
+  for (const [path, item] of Object.entries(document.paths as Json)) {
+    // This document's own route is outside the resource routes' 405 table.
+    if (path === '/openapi.json') continue
+    const url = fastifyPath(server, path).replace(/:[a-z]+/g, 'x')
+    const res = await app.inject({ method: 'TRACE', url, headers })
+    t.equal(res.statusCode, 405, `TRACE ${url} is 405`)
+    const allowed = String(res.headers.allow).split(', ').map(method => method.toLowerCase()).sort()
+    t.same(methods.filter(method => item[method] !== undefined).sort(), allowed, `${path} documents exactly ${res.headers.allow}`)
+  }
+}
+
+t.test('the demo document', async t => {
+  const app = await demoApp(t)
+  const res = await app.inject({ url: '/v1/openapi.json' })
+  t.equal(res.statusCode, 200, 'served without credentials')
+  t.match(res.headers['content-type'], /^application\/json/)
+  const document = res.json()
+
+  t.test('validates against OpenAPI 3.1', t => checkValid(t, document))
+  t.test('passes spectral:oas with zero errors', t => checkSpectral(t, document))
+  t.test('keeps the invariants', async t => checkInvariants(t, document, '#/components/schemas/Problem'))
+  t.test('documents exactly the allowed methods of each path', t => checkAllow(t, app, document, write))
+
+  t.test('names the operations as the conventions do', async t => {
+    const byPath = Object.fromEntries(operationsOf(document).map(({ path, method, operation }) => [`${method} ${path}`, operation.operationId]))
+    t.match(byPath, {
+      'get /books': 'listBooks',
+      'head /books': 'listBooksHeaders',
+      'post /books': 'createBook',
+      'options /books': 'booksCapabilities',
+      'get /books/{id}': 'getBook',
+      'head /books/{id}': 'getBookHeaders',
+      'put /books/{id}': 'replaceBook',
+      'patch /books/{id}': 'modifyBook',
+      'delete /books/{id}': 'deleteBook',
+      'options /books/{id}': 'bookCapabilities',
+      'get /authors/{id}/books': 'listAuthorBooks',
+      'options /authors/{id}/books': 'authorBooksCapabilities',
+      'get /openapi.json': 'getOpenApiDocument',
+      'get /problems': 'listProblemTypes',
+      'get /problems/{slug}': 'getProblemType'
+    })
+    t.same(document.servers, [{ url: '/v1' }])
+    t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'documentation'])
+  })
+
+  t.test('shows the shared schemas as named components', async t => {
+    const schemas = document.components.schemas
+    for (const name of ['Problem', 'Book', 'BookItem', 'BookList', 'BookCreate', 'BookReplace', 'BookPatch', 'Author', 'AuthorItem', 'AuthorList']) t.ok(schemas[name], name)
+    t.same(Object.keys(schemas).filter(name => name.startsWith('def-')), [], 'no anonymous components')
+    t.same(schemas.BookItem.properties.data.properties.book, { $ref: '#/components/schemas/Book' })
+    t.same(schemas.BookList.properties.data.properties.books.items, { $ref: '#/components/schemas/Book' })
+    t.equal(schemas.Book.properties.id.readOnly, true, 'the id is read-only in responses')
+    t.match(schemas.BookCreate.properties.id, { readOnly: true, not: {} }, 'and marked read-only (and refused) in bodies')
+    t.equal(schemas.BookReplace.properties.id.readOnly, true)
+    t.equal(schemas.BookPatch.properties.id.readOnly, true)
+    t.same(schemas.BookCreate.required, ['title', 'authorId'])
+    const create = document.paths['/books'].post.requestBody.content
+    t.same(Object.keys(create), ['application/json', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data'])
+    t.same(create['application/json'].schema, { $ref: '#/components/schemas/BookCreate' })
+    t.same(document.paths['/books/{id}'].patch.requestBody.content['application/merge-patch+json'].schema, { $ref: '#/components/schemas/BookPatch' })
+  })
+
+  t.test('documents every query parameter with its type and limits', async t => {
+    const parameters = Object.fromEntries(document.paths['/books'].get.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))
+    t.match(parameters['query pageSize'].schema, { type: 'integer', minimum: 0, maximum: 100, default: 20 })
+    t.match(parameters['query sort'], { style: 'form', explode: false, schema: { type: 'array', items: { enum: ['id', '-id', 'title', '-title', 'authorId', '-authorId', 'year', '-year', 'rating', '-rating', 'available', '-available'] } } })
+    t.same(parameters['query fields'].schema.items.enum, ['id', 'title', 'authorId', 'year', 'rating', 'available'])
+    t.same(parameters['query expand'].schema.items.enum, ['author'])
+    t.same(parameters['query include'].schema.items.enum, ['author'])
+    t.match(parameters['query offset'].schema, { type: 'integer', minimum: 0 })
+    t.match(parameters['query pageOffset'].schema, { type: 'integer', minimum: 1 })
+    t.match(parameters['query page'].schema, { type: 'integer', minimum: 1 })
+    t.match(parameters['query total'].schema, { type: 'boolean', default: false })
+    t.match(parameters['query token'].schema, { type: 'string' })
+    t.match(parameters['query filter'].schema, { type: 'string' })
+    t.match(parameters['query year'].schema, { anyOf: [{ type: 'integer' }, { enum: ['null'] }] })
+    t.match(parameters['query title'].schema, { type: 'string' })
+    t.match(parameters['query available'].schema, { type: 'boolean' })
+    t.same(parameters['query author.country'].schema, { type: 'string' }, 'dotted relation fields')
+    t.match(parameters['query author.born'].schema, { anyOf: [{ type: 'string', format: 'date' }, { enum: ['null'] }] })
+    t.match(parameters['header X-Audit-Consent'].schema, { maxLength: 8192 }, 'audit headers with their 8 KB limit')
+    t.ok(parameters['header X-Request-Id'] && parameters['header Date'] && parameters['header X-Authenticated_User'])
+    const item = Object.fromEntries(document.paths['/books/{id}'].get.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))
+    t.same(Object.keys(item).filter(key => key.startsWith('query')).sort(), ['query expand', 'query fields', 'query include'])
+    t.ok(item['header If-None-Match'] && item['path id'].required)
+    const put = Object.fromEntries(document.paths['/books/{id}'].put.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))
+    t.equal(put['header If-Match'].required, false, 'If-Match optional unless REQUIRE_IF_MATCH')
+  })
+
+  t.test('documents the response headers and statuses of each operation', async t => {
+    const books = document.paths['/books']
+    const book = document.paths['/books/{id}']
+    t.same(Object.keys(books.post.responses['201'].headers), ['Location', 'ETag', 'Last-Modified', 'Request-Id'])
+    t.same(Object.keys(book.get.responses['200'].headers), ['ETag', 'Last-Modified', 'Request-Id'])
+    t.same(Object.keys(book.get.responses['200'].content), ['application/json', 'application/xml'])
+    t.equal(book.get.responses['304'].content, undefined)
+    t.equal(book.delete.responses['204'].content, undefined)
+    t.ok(books.options.responses['200'].headers.Allow)
+    t.ok(book.get.responses['401'].headers['WWW-Authenticate'])
+    t.ok(books.get.responses['429'].headers['Retry-After'])
+    t.ok(books.get.responses['503'].headers['Retry-After'])
+    t.same(Object.keys(books.post.responses), ['201', '400', '401', '403', '406', '409', '413', '415', '422', '429', '500', '503'])
+    t.same(Object.keys(book.patch.responses), ['200', '400', '401', '403', '404', '406', '409', '412', '413', '415', '422', '429', '500', '503'])
+    t.same(Object.keys(book.delete.responses), ['204', '400', '401', '403', '404', '406', '412', '429', '500', '503'])
+    t.ok(document.paths['/authors/{id}'].delete.responses['409'], 'an author with books cannot be deleted')
+    t.notOk(document.paths['/authors'].post.responses['422'], 'authors have no relation field to dangle')
+    t.same(Object.keys(book.get.responses['403'].content), ['application/problem+json', 'application/problem+xml'])
+    t.same(Object.keys(document.paths['/problems'].get.responses['200'].content), ['text/html'])
+  })
+
+  t.test('documents the link objects and their rel values', async t => {
+    const list = document.components.schemas.BookList.properties.links
+    t.equal(list.type, 'array')
+    t.same(list.items.properties.rel.enum, ['self', 'first', 'prev', 'next', 'last', 'author'])
+    t.ok(list.items.properties.book, 'related links name the item they belong to')
+    t.same(document.components.schemas.BookItem.properties.links.items.properties.rel.enum, ['author'])
+  })
+
+  t.test('derives the security schemes from the authentication options', async t => {
+    t.same(document.components.securitySchemes, {
+      bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <token> (RFC 6750).' },
+      apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Legacy key; Authorization wins when both are sent.' }
+    })
+    t.same(document.security, [{ bearer: [] }, { apiKey: [] }])
+    t.same(document.paths['/openapi.json'].get.security, [], 'the public routes need none')
+    t.same(document.paths['/problems'].get.security, [])
+    t.equal(document.paths['/books'].get.security, undefined, 'the others need one of them')
+  })
+})
+
+t.test('the demo without legacy keys and with If-Match required documents both', async t => {
+  const app = await demoApp(t, { API_KEYS: '', REQUIRE_IF_MATCH: 'true' })
+  const document = await documentOf(app, '/v1/openapi.json')
+  t.same(Object.keys(document.components.securitySchemes), ['bearer'])
+  const put = document.paths['/books/{id}'].put
+  t.equal(put.parameters.find((parameter: Json) => parameter.name === 'If-Match').required, true)
+  t.ok(put.responses['428'])
+  t.ok(document.paths['/books/{id}'].delete.responses['428'])
+  t.notOk(document.paths['/books'].post.responses['428'], 'POST is never conditional')
+})
+
+t.test('a second app: flat data, envelope errors, link objects, a read-only resource, no prefix', async t => {
+  const { app, routes } = await secondApp(t)
+  const document = await documentOf(app, '/openapi.json')
+
+  t.test('validates against OpenAPI 3.1', t => checkValid(t, document))
+  t.test('passes spectral:oas with zero errors', t => checkSpectral(t, document))
+  t.test('keeps the invariants, errors under `errors`', async t => {
+    checkInvariants(t, document, '#/components/schemas/ProblemEnvelope')
+    t.same(document.components.schemas.ProblemEnvelope, { type: 'object', properties: { errors: { $ref: '#/components/schemas/Problem' } }, required: ['errors'] })
+  })
+  t.test('documents exactly the allowed methods of each path', t => checkAllow(t, app, document, { authorization: 'Bearer second-token' }))
+
+  t.test('documents every route the plugin registers, and hides only the docs page', async t => {
+    const documented = new Set(operationsOf(document).map(({ path, method }) => `${method.toUpperCase()} ${fastifyPath('/', path)}`))
+    const registered = new Set(routes.filter(route => !route.hidden).map(route => `${route.method} ${route.url}`))
+    t.same([...registered].sort(), [...documented].sort())
+    t.same(routes.filter(route => route.hidden).map(route => `${route.method} ${route.url}`).sort(), [
+      'GET /docs', 'GET /docs/', 'GET /docs/js/scalar.js', 'GET /problems/',
+      'HEAD /docs', 'HEAD /docs/', 'HEAD /docs/js/scalar.js', 'HEAD /problems/',
+      'OPTIONS *'
+    ], 'the reference page, its script, an alias and the CORS preflight')
+  })
+
+  t.test('follows the options', async t => {
+    t.same(document.info, { title: 'Second API', version: '2.0.0', description: 'Events, authors and books.' })
+    t.same(document.servers, [{ url: '/' }])
+    t.same(document.components.schemas.BookItem.properties.data, { $ref: '#/components/schemas/Book' }, 'flat single resources')
+    const links = document.components.schemas.BookList.properties.links
+    t.match(links, { type: 'object', additionalProperties: false })
+    t.same(Object.keys(links.properties), ['self', 'first', 'prev', 'next', 'last', 'author'])
+    t.same(links.properties.next.properties.rel.enum, ['next'])
+    t.equal(links.properties.author.type, 'array', 'related links as arrays')
+    t.match(document.components.schemas.EventItem.properties.links, { description: 'Links; none are sent for this resource.' })
+    t.same(Object.keys(document.components.securitySchemes), ['bearer', 'basic'])
+    t.same(Object.keys(document.paths['/events']).sort(), ['get', 'head', 'options'], 'the read-only resource')
+    t.same(Object.keys(document.paths['/events/{id}']).sort(), ['get', 'head', 'options'])
+    t.equal(document.paths['/events'].get.deprecated, true, 'the deprecated resource')
+    t.equal(document.paths['/books'].get.deprecated, undefined)
+    t.notOk(document.paths['/books'].get.responses['429'], 'no rate limit, no 429')
+    const parameters = document.paths['/events'].get.parameters.map((parameter: Json) => parameter.name)
+    t.notOk(parameters.includes('payload'), 'objects cannot be filtered')
+    t.equal(parameters.filter((name: string) => name === 'page').length, 1, 'a field named like a paging parameter is that parameter')
+    const pageSize = document.paths['/events'].get.parameters.find((parameter: Json) => parameter.name === 'pageSize')
+    t.equal(pageSize.schema.maximum, 50)
+    const at = document.paths['/events'].get.parameters.find((parameter: Json) => parameter.name === 'at')
+    t.same(at.schema, { type: 'string', format: 'date-time' })
+    t.same(document.paths['/events'].get.parameters.find((parameter: Json) => parameter.name === 'sort').schema.items.enum, ['id', '-id', 'at', '-at', 'page', '-page'])
+  })
+})
+
+t.test('named body schemas still validate: a body setting the id is 400 naming it', async t => {
+  const demo = await demoApp(t)
+  const bad = await demo.inject({ method: 'POST', url: '/v1/authors', headers: write, payload: { id: 'x', name: 'A' } })
+  t.equal(bad.statusCode, 400)
+  t.match(bad.json(), { invalidParams: [{ name: 'id' }] })
+})
+
+t.test('without authentication the document names no security and no 401', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()), cursorSecret: 'a-test-secret-of-enough-length' })
+  const document = await documentOf(app, '/v1/openapi.json')
+  t.same(document.components.securitySchemes, {})
+  t.same(document.security, [])
+  t.notOk(document.paths['/books'].get.responses['401'])
+  t.ok(document.paths['/books'].get.responses['403'], 'a refused Origin is still 403')
+  t.equal(document.info.title, 'HTTP JSON API')
+  t.match(document.info.description, /^Resources: authors, books\./)
+})
+
+t.test('the document is the same on every request, built at boot', async t => {
+  const app = await demoApp(t)
+  const first = await app.inject({ url: '/v1/openapi.json' })
+  const second = await app.inject({ url: '/v1/openapi.json' })
+  t.equal(first.body, second.body)
+})
+
+t.test('openapi.json answers JSON only: another Accept is a 406 problem', async t => {
+  const app = await demoApp(t)
+  const res = await app.inject({ url: '/v1/openapi.json', headers: { accept: 'text/html' } })
+  t.equal(res.statusCode, 406)
+  t.match(res.headers['content-type'], /^application\/problem\+json/)
+  t.match(res.json(), { status: 406, detail: /available: application\/json\.$/ })
+})
+
+t.test('the reference page is served without credentials, with its own CSP', async t => {
+  const app = await demoApp(t)
+  const redirect = await app.inject({ url: '/v1/docs' })
+  t.equal(redirect.statusCode, 301)
+  t.equal(redirect.headers.location, '/v1/docs/')
+  const page = await app.inject({ url: '/v1/docs/', headers: { accept: 'text/html' } })
+  t.equal(page.statusCode, 200)
+  t.match(page.headers['content-type'], /^text\/html/)
+  t.match(page.headers['content-security-policy'], /script-src 'self' 'unsafe-inline'/)
+  t.match(page.headers['content-security-policy'], /frame-ancestors 'none'/)
+  t.match(page.body, /"url": "\/v1\/openapi.json"/, 'it loads the served document')
+  t.notMatch(page.body, /cdn\.jsdelivr/, 'and the bundled script, not a CDN')
+  const script = await app.inject({ url: '/v1/docs/js/scalar.js' })
+  t.equal(script.statusCode, 200)
+  t.match(script.headers['content-type'], /^application\/javascript/)
+  const api = await app.inject({ url: '/v1/books' })
+  t.equal(api.statusCode, 401, 'while the API itself needs credentials')
+  t.equal(api.headers['content-security-policy'], "default-src 'none'; frame-ancestors 'none'")
+})
+
+t.test('a bad openapi option stops registration naming it', async t => {
+  for (const [openapi, message] of [
+    ['yes', /openapi must be an object/],
+    [{ title: '' }, /openapi.title must be a non-empty string, received ""/],
+    [{ version: 2 }, /openapi.version must be a non-empty string, received 2/]
+  ] as const) {
+    const app = Fastify()
+    t.teardown(() => app.close())
+    await t.rejects(async () => { await app.register(apiConventions, { resources: demoResources(memoryStore()), openapi } as unknown as ApiConventionsOptions) }, { code: 'API_ERR_OPTIONS_INVALID', message })
+  }
+})

@@ -1,0 +1,345 @@
+// The eight operations of spec "Endpoints → Operations" (issue 2, points 1, 5 and 6): status,
+// headers and body of LIST, RETRIEVE, CREATE, REPLACE, MODIFY, DELETE, RETRIEVE HEADERS and
+// QUERY CAPABILITIES; server-assigned ids; merge-patch; referential rules; nested collections.
+import t from 'tap'
+import { Type } from '@sinclair/typebox'
+import { defineResource } from '../lib/index.js'
+import { buildApp, create, json, pick, seed } from './helpers/app.js'
+
+const LAST_MODIFIED = 'Wed, 01 May 2024 12:00:00 GMT'
+const JSON_TYPE = 'application/json; charset=utf-8'
+const uuidV7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+t.test('LIST answers 200 with every book in the collection envelope', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ url: '/v1/books' })
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['content-type'], JSON_TYPE)
+  const { meta, data, links } = res.json()
+  t.same({ meta, data }, { meta: { pageSize: 20 }, data: { books, pageSize: 20 } })
+  // The full set of page links is list-paging's concern; self is always there.
+  t.match(links, [{ rel: 'self', href: '/v1/books?pageSize=20' }])
+})
+
+t.test('RETRIEVE answers 200 with the resource, its ETag and Last-Modified', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ url: `/v1/books/${books[0].id}` })
+  t.equal(res.statusCode, 200)
+  t.same(pick(res.headers, 'etag', 'last-modified', 'content-type'), { etag: '"1"', 'last-modified': LAST_MODIFIED, 'content-type': JSON_TYPE })
+  t.same(res.json(), { data: { book: books[0] } })
+})
+
+t.test('CREATE answers 201 with Location under the prefix, ETag and the stored resource', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  const res = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { title: 'The Lathe of Heaven', authorId: authors[0].id } })
+  t.equal(res.statusCode, 201)
+  const book = res.json().data.book
+  t.same(pick(res.headers, 'location', 'etag', 'last-modified', 'content-type'), {
+    location: `/v1/books/${book.id}`, etag: '"1"', 'last-modified': LAST_MODIFIED, 'content-type': JSON_TYPE
+  })
+  // Optional nullable fields left out are stored as null; `available` takes its default.
+  t.same(book, { id: book.id, title: 'The Lathe of Heaven', authorId: authors[0].id, year: null, rating: null, available: true })
+  const read = await app.inject({ url: res.headers.location as string })
+  t.same(read.json(), { data: { book } })
+})
+
+t.test('CREATE uses the resource\'s own id generator and encodes the id in Location', async t => {
+  const app = await buildApp(t, {
+    resources: store => [defineResource({
+      name: 'tags',
+      singular: 'tag',
+      schema: Type.Object({ id: Type.Readonly(Type.String()), label: Type.String() }, { additionalProperties: false }),
+      store,
+      generateId: () => 'a b/c'
+    })]
+  })
+  const res = await app.inject({ method: 'POST', url: '/v1/tags', headers: json, payload: { label: 'x' } })
+  t.same({ status: res.statusCode, location: res.headers.location, id: res.json().data.tag.id }, { status: 201, location: '/v1/tags/a%20b%2Fc', id: 'a b/c' })
+})
+
+t.test('REPLACE answers 200 with the new state; omitted optional fields are cleared', async t => {
+  const app = await buildApp(t)
+  const { books, authors } = await seed(app)
+  const res = await app.inject({ method: 'PUT', url: `/v1/books/${books[0].id}`, headers: json, payload: { title: 'Renamed', authorId: authors[1].id, year: 2000 } })
+  t.equal(res.statusCode, 200)
+  t.same(pick(res.headers, 'etag', 'last-modified', 'content-type'), { etag: '"2"', 'last-modified': LAST_MODIFIED, 'content-type': JSON_TYPE })
+  const expected = { id: books[0].id, title: 'Renamed', authorId: authors[1].id, year: 2000, rating: null, available: true }
+  t.same(res.json(), { data: { book: expected } })
+  t.same((await app.inject({ url: `/v1/books/${books[0].id}` })).json(), { data: { book: expected } })
+})
+
+t.test('MODIFY answers 200 with the merged resource for application/merge-patch+json', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[0].id}`, headers: { 'content-type': 'application/merge-patch+json' }, payload: { rating: 5 } })
+  t.equal(res.statusCode, 200)
+  t.same(pick(res.headers, 'etag', 'content-type'), { etag: '"2"', 'content-type': JSON_TYPE })
+  t.same(res.json(), { data: { book: { ...books[0], rating: 5 } } })
+})
+
+t.test('MODIFY accepts application/json with a charset parameter as a merge patch', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[1].id}`, headers: { 'content-type': 'application/json; charset=utf-8' }, payload: { year: 1970 } })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { data: { book: { ...books[1], year: 1970 } } })
+})
+
+t.test('DELETE answers 204 with no body, and the resource is gone', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'DELETE', url: `/v1/books/${books[0].id}` })
+  t.equal(res.statusCode, 204)
+  t.equal(res.body, '')
+  t.same(pick(res.headers, 'content-type', 'content-length', 'etag'), { 'content-type': undefined, 'content-length': undefined, etag: undefined })
+  t.equal((await app.inject({ url: `/v1/books/${books[0].id}` })).statusCode, 404)
+})
+
+t.test('RETRIEVE HEADERS answers the headers of GET on a resource and no body', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const get = await app.inject({ url: `/v1/books/${books[0].id}` })
+  const head = await app.inject({ method: 'HEAD', url: `/v1/books/${books[0].id}` })
+  const names = ['etag', 'last-modified', 'content-type', 'content-length']
+  t.equal(head.statusCode, 200)
+  t.same(pick(head.headers, ...names), pick(get.headers, ...names))
+  t.equal(head.body, '')
+})
+
+t.test('HEAD on a collection answers the headers of GET and no body', async t => {
+  const app = await buildApp(t)
+  await seed(app)
+  const get = await app.inject({ url: '/v1/books' })
+  const head = await app.inject({ method: 'HEAD', url: '/v1/books' })
+  t.equal(head.statusCode, 200)
+  t.same(pick(head.headers, 'content-type', 'content-length'), pick(get.headers, 'content-type', 'content-length'))
+  t.equal(head.body, '')
+})
+
+t.test('QUERY CAPABILITIES on a collection lists its methods in Allow and in the body', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'OPTIONS', url: '/v1/books' })
+  t.equal(res.statusCode, 200)
+  t.same(pick(res.headers, 'allow', 'content-type'), { allow: 'GET, HEAD, POST, OPTIONS', 'content-type': JSON_TYPE })
+  t.same(res.json(), { data: { methods: ['GET', 'HEAD', 'POST', 'OPTIONS'] } })
+})
+
+t.test('QUERY CAPABILITIES on a resource lists its methods in Allow and in the body', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'OPTIONS', url: '/v1/books/any-id' })
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers.allow, 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS')
+  t.same(res.json(), { data: { methods: ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] } })
+})
+
+t.test('QUERY CAPABILITIES on a nested collection lists its read-only methods', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'OPTIONS', url: '/v1/authors/any-id/books' })
+  t.same({ status: res.statusCode, allow: res.headers.allow, body: res.json() }, { status: 200, allow: 'GET, HEAD, OPTIONS', body: { data: { methods: ['GET', 'HEAD', 'OPTIONS'] } } })
+})
+
+for (const [method, payload] of [['GET', undefined], ['PUT', { title: 'x', authorId: 'y' }], ['PATCH', { title: 'x' }], ['DELETE', undefined]] as const) {
+  t.test(`${method} on an unknown id answers a 404 problem naming the resource`, async t => {
+    const app = await buildApp(t)
+    const res = await app.inject({ method, url: '/v1/books/no-such-book', headers: payload === undefined ? {} : json, payload })
+    t.equal(res.statusCode, 404)
+    t.match(res.headers['content-type'], /^application\/problem\+json/)
+    t.same(res.json(), { type: '/v1/problems/not-found', title: 'Not Found', status: 404, detail: 'book no-such-book was not found.', instance: '/v1/books/no-such-book' })
+  })
+}
+
+t.test('ids are UUIDv7 and sort in creation order', async t => {
+  const app = await buildApp(t)
+  const ids: string[] = []
+  for (let i = 0; i < 20; i++) ids.push((await create(app, 'authors', { name: `Author ${i}` })).id)
+  for (const id of ids) t.match(id, uuidV7)
+  t.same([...ids].sort(), ids)
+})
+
+t.test('CREATE with a client id answers 400 naming id', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { id: 'mine', name: 'N' } })
+  t.equal(res.statusCode, 400)
+  t.same(res.json().invalidParams, [{ name: 'id', reason: 'is read-only and set by the server' }])
+  t.same((await app.inject({ url: '/v1/authors' })).json().data.authors, [])
+})
+
+t.test('REPLACE with a body id that differs from the path answers 400 naming id', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  const res = await app.inject({ method: 'PUT', url: `/v1/authors/${authors[0].id}`, headers: json, payload: { id: authors[1].id, name: 'N' } })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { type: '/v1/problems/id-mismatch', status: 400, invalidParams: [{ name: 'id', reason: 'must equal the id in the path' }] })
+  t.same((await app.inject({ url: `/v1/authors/${authors[0].id}` })).json().data.author, authors[0])
+})
+
+t.test('REPLACE with a body id equal to the path succeeds', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  const res = await app.inject({ method: 'PUT', url: `/v1/authors/${authors[0].id}`, headers: json, payload: { id: authors[0].id, name: 'N' } })
+  t.equal(res.statusCode, 200)
+  t.same(res.json().data.author, { id: authors[0].id, name: 'N', born: null, country: null })
+})
+
+t.test('MODIFY with a body id that differs from the path answers 400 naming id', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/authors/${authors[0].id}`, headers: json, payload: { id: 'other' } })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { invalidParams: [{ name: 'id' }] })
+})
+
+t.test('MODIFY with a body id equal to the path succeeds', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/authors/${authors[0].id}`, headers: json, payload: { id: authors[0].id, country: 'GB' } })
+  t.equal(res.statusCode, 200)
+  t.same(res.json().data.author, { ...authors[0], country: 'GB' })
+})
+
+// A resource with a second server-owned field: mass assignment of it is refused, not dropped.
+const Note = Type.Object({
+  id: Type.Readonly(Type.String()),
+  text: Type.String(),
+  reviewedBy: Type.ReadonlyOptional(Type.String())
+}, { additionalProperties: false })
+const notes = { resources: (store: Parameters<typeof defineResource>[0]['store']) => [defineResource({ name: 'notes', singular: 'note', schema: Note, store })] }
+
+for (const [method, url] of [['POST', '/v1/notes'], ['PUT', '/v1/notes/:id'], ['PATCH', '/v1/notes/:id']] as const) {
+  t.test(`${method} setting another read-only field answers 400 naming it`, async t => {
+    const app = await buildApp(t, notes)
+    const note = await create(app, 'notes', { text: 'hello' })
+    const res = await app.inject({ method, url: url.replace(':id', note.id), headers: json, payload: { text: 'hi', reviewedBy: 'me' } })
+    t.equal(res.statusCode, 400)
+    t.same(res.json().invalidParams, [{ name: 'reviewedBy', reason: 'is read-only and set by the server' }])
+    t.same((await app.inject({ url: `/v1/notes/${note.id}` })).json().data.note, note)
+  })
+}
+
+t.test('MODIFY with null removes an optional field', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[0].id}`, headers: json, payload: { year: null, title: 'T' } })
+  t.equal(res.statusCode, 200)
+  t.same(res.json().data.book, { ...books[0], year: null, title: 'T' })
+})
+
+t.test('MODIFY with null on a field with a default restores the default', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[3].id}`, headers: json, payload: { available: null } })
+  t.equal(res.statusCode, 200)
+  t.same(res.json().data.book, { ...books[3], available: true })
+})
+
+t.test('MODIFY with null on a required field answers 400 naming it and writes nothing', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[0].id}`, headers: json, payload: { title: null, year: 1 } })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { type: '/v1/problems/body-invalid', invalidParams: [{ name: 'title', reason: 'is required' }] })
+  t.same((await app.inject({ url: `/v1/books/${books[0].id}` })).json().data.book, books[0])
+})
+
+t.test('MODIFY with an unknown field answers 400 naming it', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[0].id}`, headers: json, payload: { subtitle: 'x' } })
+  t.equal(res.statusCode, 400)
+  t.same(res.json().invalidParams, [{ name: 'subtitle', reason: 'is not a field of this resource' }])
+})
+
+t.test('MODIFY with a value of the wrong type answers 400 naming the field', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[0].id}`, headers: json, payload: { year: 'soon' } })
+  t.equal(res.statusCode, 400)
+  t.same(res.json().invalidParams, [{ name: 'year', reason: 'must be integer or must be null' }])
+})
+
+t.test('CREATE of a book with an unknown authorId answers 422 naming authorId', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { title: 'T', authorId: 'nobody' } })
+  t.equal(res.statusCode, 422)
+  t.same(res.json(), {
+    type: '/v1/problems/unprocessable',
+    title: 'Unprocessable Entity',
+    status: 422,
+    detail: "authorId refers to author 'nobody', which does not exist.",
+    instance: '/v1/books',
+    invalidParams: [{ name: 'authorId', reason: 'no author has this id' }]
+  })
+})
+
+t.test('REPLACE and MODIFY to an unknown authorId answer 422 and write nothing', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const put = await app.inject({ method: 'PUT', url: `/v1/books/${books[0].id}`, headers: json, payload: { title: 'T', authorId: 'nobody' } })
+  const patch = await app.inject({ method: 'PATCH', url: `/v1/books/${books[0].id}`, headers: json, payload: { authorId: 'nobody' } })
+  t.same([put.statusCode, patch.statusCode], [422, 422])
+  t.same(patch.json().invalidParams, [{ name: 'authorId', reason: 'no author has this id' }])
+  const read = await app.inject({ url: `/v1/books/${books[0].id}` })
+  t.same({ etag: read.headers.etag, book: read.json().data.book }, { etag: '"1"', book: books[0] })
+})
+
+t.test('DELETE of an author who still has books answers 409 and keeps the author', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  const res = await app.inject({ method: 'DELETE', url: `/v1/authors/${authors[0].id}` })
+  t.equal(res.statusCode, 409)
+  t.match(res.json(), { type: '/v1/problems/conflict', status: 409, detail: 'This author still has books; delete or move them first.' })
+  t.equal((await app.inject({ url: `/v1/authors/${authors[0].id}` })).statusCode, 200)
+})
+
+t.test('DELETE of an author without books answers 204', async t => {
+  const app = await buildApp(t)
+  const author = await create(app, 'authors', { name: 'Nobody Yet' })
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/authors/${author.id}` })).statusCode, 204)
+})
+
+t.test('a nested collection lists only the parent\'s children', async t => {
+  const app = await buildApp(t)
+  const { authors, books } = await seed(app)
+  const res = await app.inject({ url: `/v1/authors/${authors[0].id}/books` })
+  t.equal(res.statusCode, 200)
+  t.same(res.json().data.books, [books[0], books[1]])
+  t.same(res.json().links[0], { rel: 'self', href: `/v1/authors/${authors[0].id}/books?pageSize=20` })
+})
+
+t.test('a nested collection combines the parent scope with a filter', async t => {
+  const app = await buildApp(t)
+  const { authors, books } = await seed(app)
+  const res = await app.inject({ url: `/v1/authors/${authors[0].id}/books?filter=${encodeURIComponent('year lt 1970')}` })
+  t.same(res.json().data.books, [books[1]])
+})
+
+t.test('a nested collection of an unknown parent answers 404', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ url: '/v1/authors/nobody/books' })
+  t.equal(res.statusCode, 404)
+  t.equal(res.json().detail, 'author nobody was not found.')
+})
+
+t.test('LIST filters on a field of a related resource with a dotted name', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ url: '/v1/books?author.country=NZ' })
+  t.same(res.json().data.books, [books[2]])
+})
+
+t.test('LIST filters on a field of related children with a dotted name', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  const res = await app.inject({ url: '/v1/authors?books.year=1961' })
+  t.same(res.json().data.authors, [authors[2]])
+})
+
+t.test('LIST filters on a related field that is null for some related records', async t => {
+  const app = await buildApp(t)
+  const { books } = await seed(app)
+  const res = await app.inject({ url: '/v1/books?author.born=1929-10-21' })
+  t.same(res.json().data.books, [books[0], books[1]])
+})

@@ -1,0 +1,181 @@
+// Rate limiting (spec "Errors" 8, "Limits" 1; issue 5, point 9): 429 problem+json with
+// Retry-After and the RateLimit-* headers, keyed by principal or client address, and one limit
+// across instances sharing Redis (run when REDIS_URL is set).
+import { createHash, randomUUID } from 'node:crypto'
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { Redis } from 'ioredis'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import { buildDemoApp } from '../lib/demo/app.js'
+import { loadConfig } from '../lib/demo/config.js'
+import { buildApp, pick } from './helpers/app.js'
+import { auth, testAuth, tokens } from './helpers/auth.js'
+import { buildSecureApp } from './helpers/secure-app.js'
+
+const limit = { max: 2, timeWindow: '1 minute' }
+
+async function statuses (app: FastifyInstance, count: number, request: InjectOptions) {
+  const result = []
+  for (let i = 0; i < count; i++) result.push((await app.inject(request)).statusCode)
+  return result
+}
+
+t.test('responses under the limit carry RateLimit-Limit, -Remaining and -Reset', async t => {
+  const app = await buildApp(t, { rateLimit: { max: 5, timeWindow: 60000 } })
+  const res = await app.inject({ url: '/v1/books' })
+  t.equal(res.statusCode, 200)
+  t.same(pick(res.headers, 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'), { 'ratelimit-limit': '5', 'ratelimit-remaining': '4', 'ratelimit-reset': '60' })
+  t.notOk(res.headers['retry-after'])
+})
+
+t.test('over the limit: 429 problem+json with Retry-After in seconds and every other header', async t => {
+  const app = await buildApp(t, { rateLimit: limit })
+  t.same(await statuses(app, 2, { url: '/v1/books' }), [200, 200])
+  const res = await app.inject({ url: '/v1/books', headers: { 'x-request-id': 'over-1' } })
+  t.equal(res.statusCode, 429)
+  t.match(res.headers['content-type'], /^application\/problem\+json/)
+  t.match(res.json(), { status: 429, type: '/v1/problems/rate-limited', title: 'Too Many Requests', detail: /retry after \d+ seconds/ })
+  t.match(res.headers['retry-after'], /^\d+$/)
+  t.ok(Number(res.headers['retry-after']) > 0 && Number(res.headers['retry-after']) <= 60)
+  t.same(pick(res.headers, 'ratelimit-limit', 'ratelimit-remaining'), { 'ratelimit-limit': '2', 'ratelimit-remaining': '0' })
+  t.equal(res.headers['request-id'], 'over-1')
+  t.equal(res.headers['x-content-type-options'], 'nosniff')
+  t.equal(res.headers['cache-control'], 'no-store')
+})
+
+t.test('404s and 405s count too', async t => {
+  const app = await buildApp(t, { rateLimit: limit })
+  t.same(await statuses(app, 3, { url: '/v1/nothing' }), [404, 404, 429])
+})
+
+t.test('anonymous requests are keyed by client address', async t => {
+  const app = await buildApp(t, { rateLimit: limit })
+  t.same(await statuses(app, 3, { url: '/v1/books', remoteAddress: '192.0.2.1' }), [200, 200, 429])
+  t.same(await statuses(app, 2, { url: '/v1/books', remoteAddress: '192.0.2.2' }), [200, 200])
+  // IPv6 clients share a budget per /64, as one host usually holds the whole prefix.
+  t.same(await statuses(app, 2, { url: '/v1/books', remoteAddress: '2001:db8::1' }), [200, 200])
+  t.same(await statuses(app, 1, { url: '/v1/books', remoteAddress: '2001:db8::2' }), [429])
+})
+
+t.test('authenticated requests are keyed by principal, whatever the address', async t => {
+  const app = await buildSecureApp(t, { rateLimit: limit })
+  t.same(await statuses(app, 1, { url: '/v1/books', headers: auth.read, remoteAddress: '192.0.2.1' }), [200])
+  t.same(await statuses(app, 2, { url: '/v1/books', headers: auth.read, remoteAddress: '192.0.2.2' }), [200, 429])
+  t.same(await statuses(app, 2, { url: '/v1/books', headers: auth.write, remoteAddress: '192.0.2.1' }), [200, 200], 'another principal has its own budget')
+  // Bad credentials are counted against the address, not the principal they claim.
+  t.same(await statuses(app, 3, { url: '/v1/books', headers: auth.bad, remoteAddress: '192.0.2.3' }), [401, 401, 429])
+  t.same(await statuses(app, 1, { url: '/v1/books', headers: { authorization: 'Bearer' }, remoteAddress: '192.0.2.4' }), [401])
+})
+
+t.test('principals are keyed by principalKey, or by their credentials when they have no id', async t => {
+  const byRight = await buildSecureApp(t, { rateLimit: limit, auth: testAuth({ principalKey: principal => principal.right }) })
+  t.same(await statuses(byRight, 2, { url: '/v1/books', headers: auth.read }), [200, 200])
+  t.same(await statuses(byRight, 1, { url: '/v1/books', headers: auth.read, remoteAddress: '192.0.2.9' }), [429])
+  const anonymousPrincipals = await buildSecureApp(t, {
+    rateLimit: limit,
+    auth: testAuth({ bearer: token => token === tokens.read || token === tokens.write ? { id: { nested: true }, right: 'read' } as never : null })
+  })
+  t.same(await statuses(anonymousPrincipals, 3, { url: '/v1/books', headers: auth.read }), [200, 200, 429])
+  t.same(await statuses(anonymousPrincipals, 1, { url: '/v1/books', headers: auth.write }), [200], 'other credentials, other key')
+  const numbered = await buildSecureApp(t, { rateLimit: limit, auth: testAuth({ bearer: () => ({ id: 7, right: 'read' }) as never }) })
+  t.same(await statuses(numbered, 3, { url: '/v1/books', headers: auth.read }), [200, 200, 429])
+})
+
+t.test('rateLimit off (absent or false) sends no RateLimit headers', async t => {
+  for (const rateLimit of [undefined, false] as const) {
+    const app = await buildApp(t, { rateLimit })
+    const res = await app.inject({ url: '/v1/books' })
+    t.notOk(res.headers['ratelimit-limit'])
+  }
+})
+
+t.test('bad rateLimit options stop registration, naming the option', async t => {
+  const cases: Array<[unknown, RegExp]> = [
+    [true, /rateLimit\.max must be a positive integer/],
+    [{ max: 0, timeWindow: 1000 }, /rateLimit\.max must be a positive integer/],
+    [{ max: 1.5, timeWindow: 1000 }, /rateLimit\.max/],
+    [{ max: 1 }, /rateLimit\.timeWindow must be/],
+    [{ max: 1, timeWindow: 'soon' }, /rateLimit\.timeWindow must be/],
+    [{ max: 1, timeWindow: '0 seconds' }, /rateLimit\.timeWindow must be/],
+    [{ max: 1, timeWindow: -5 }, /rateLimit\.timeWindow must be/],
+    [{ max: 1, timeWindow: 1000, redis: {} }, /rateLimit\.redis must be an ioredis client/],
+    [{ max: 1, timeWindow: 1000, redis: null }, /rateLimit\.redis must be an ioredis client/],
+    [{ max: 1, timeWindow: 1000, nameSpace: '' }, /rateLimit\.nameSpace must be/]
+  ]
+  for (const [value, message] of cases) {
+    await t.rejects(buildApp(t, { rateLimit: value as never }), { code: 'API_ERR_OPTIONS_INVALID', message }, JSON.stringify(value))
+  }
+})
+
+t.test('durations: milliseconds as a number or digits, or a count of a unit', async t => {
+  for (const [timeWindow, reset] of [[1500, '2'], ['90000', '90'], ['30s', '30'], ['2 minutes', '120'], ['1h', '3600'], ['1 day', '86400'], ['500 ms', '1']] as const) {
+    const app = await buildApp(t, { rateLimit: { max: 10, timeWindow } })
+    t.equal((await app.inject({ url: '/v1/books' })).headers['ratelimit-reset'], reset, String(timeWindow))
+  }
+})
+
+t.test('a counter store that fails lets requests through and logs a warning', async t => {
+  const lines: Array<Record<string, unknown>> = []
+  const stream = new Writable({ write (chunk, _e, callback) { lines.push(JSON.parse(String(chunk))); callback() } })
+  // Nothing listens on port 1, and without the offline queue every command fails at once.
+  const redis = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  t.teardown(() => redis.disconnect())
+  const app = await buildApp(t, { rateLimit: { ...limit, redis }, server: { logger: { stream, level: 'warn' } } })
+  t.same(await statuses(app, 3, { url: '/v1/books' }), [200, 200, 200])
+  t.match(lines, [{ level: 40, msg: 'rate limit not applied: the counter store failed' }])
+})
+
+t.test('the demo limits with RATE_LIMIT_MAX and RATE_LIMIT_WINDOW', async t => {
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory', RATE_LIMIT_MAX: '2', RATE_LIMIT_WINDOW: '30 seconds' }), { logger: false })
+  t.teardown(() => app.close())
+  const request = { url: '/v1/books', headers: { authorization: 'Bearer read-token' } }
+  t.same(await statuses(app, 3, request), [200, 200, 429])
+  t.equal((await app.inject({ url: '/health' })).statusCode, 200, '/health is outside the plugin')
+  const last = await app.inject(request)
+  t.ok(Number(last.headers['retry-after']) <= 30)
+})
+
+t.test('the demo stops start-up when REDIS_URL cannot be reached', async t => {
+  await t.rejects(buildDemoApp(loadConfig({ STORE: 'memory', REDIS_URL: 'redis://127.0.0.1:1' }), { logger: false }), { name: 'ConfigError', message: /^Invalid setting REDIS_URL: cannot be reached/ })
+})
+
+const redisUrl = process.env.REDIS_URL
+t.test('two instances sharing Redis enforce one limit', { skip: redisUrl === undefined ? 'REDIS_URL is not set' : false }, async t => {
+  const nameSpace = `api-conventions-test-${randomUUID()}:`
+  const redis = new Redis(redisUrl as string)
+  t.teardown(async () => {
+    const keys = await redis.keys(`${nameSpace}*`)
+    if (keys.length > 0) await redis.del(...keys)
+    await redis.quit()
+  })
+  const options = { auth: testAuth(), rateLimit: { max: 3, timeWindow: '1 minute', redis, nameSpace } }
+  const one = await buildSecureApp(t, options)
+  const two = await buildSecureApp(t, options)
+  const request = { url: '/v1/books', headers: auth.read }
+  t.same(await statuses(one, 2, request), [200, 200])
+  t.same(await statuses(two, 2, request), [200, 429])
+  t.same(await statuses(one, 1, request), [429])
+  const res = await two.inject(request)
+  t.match(res.headers['retry-after'], /^\d+$/)
+  t.ok((await redis.keys(`${nameSpace}*`)).length > 0, 'the counters live under the test prefix')
+})
+
+t.test('the demo shares its counters through REDIS_URL and closes the client', { skip: redisUrl === undefined ? 'REDIS_URL is not set' : false }, async t => {
+  // A token of this run only, so the counter key is ours alone.
+  const token = `demo-${randomUUID()}`
+  const config = loadConfig({ STORE: 'memory', RATE_LIMIT_MAX: '2', REDIS_URL: redisUrl, API_TOKENS: `${token}:read` })
+  const key = `api-conventions-rate-limit:principal:id:token:${createHash('sha256').update(token).digest('base64url').slice(0, 16)}`
+  const redis = new Redis(redisUrl as string)
+  const one = await buildDemoApp(config, { logger: false })
+  const two = await buildDemoApp(config, { logger: false })
+  t.teardown(async () => {
+    await one.close()
+    await two.close()
+    await redis.del(key)
+    await redis.quit()
+  })
+  const request = { url: '/v1/books', headers: { authorization: `Bearer ${token}` } }
+  t.same(await statuses(one, 1, request), [200])
+  t.same(await statuses(two, 2, request), [200, 429])
+  t.equal(await redis.get(key), '3')
+})

@@ -1,0 +1,612 @@
+// The store contract suite (STYLE §5, §9; issue 6 "Same behaviour as the memory store"): every
+// backend runs these same assertions, so every query-language result is identical across them.
+// Covers CRUD, versions and compare-and-set, referential 422/409, each filter operator and
+// function, OData null rules, related paths through 'one' and 'many' relations, sorting with
+// NULL lowest and the id tie-break, offset and keyset windows, totals and getMany.
+import { Type } from '@sinclair/typebox'
+import type { Test } from 'tap'
+import fc from 'fast-check'
+import { buildRegistry } from '../../lib/registry/index.js'
+import { defineResource } from '../../lib/registry/define.js'
+import type { ResourceModel } from '../../lib/registry/model.js'
+import { parseFilter } from '../../lib/query/filter/parser.js'
+import { checkFilter } from '../../lib/query/filter/check.js'
+import { memoryStore } from '../../lib/stores/memory.js'
+import { VERSION_MISMATCH } from '../../lib/stores/store.js'
+import type { Fields, ListQuery, PageWindow, SortKey, Store, StoredRecord } from '../../lib/stores/store.js'
+
+export type MakeStore = () => Promise<Store>
+
+const Author = Type.Object({
+  id: Type.Readonly(Type.String()),
+  name: Type.String(),
+  born: Type.Optional(Type.Union([Type.String({ format: 'date' }), Type.Null()])),
+  country: Type.Optional(Type.Union([Type.String(), Type.Null()]))
+}, { additionalProperties: false })
+
+const Book = Type.Object({
+  id: Type.Readonly(Type.String()),
+  title: Type.String(),
+  authorId: Type.String(),
+  editorId: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  year: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  rating: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
+  available: Type.Optional(Type.Boolean()),
+  published: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
+  meta: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Array(Type.Unknown()), Type.Null()])),
+  note: Type.Optional(Type.String())
+}, { additionalProperties: false })
+
+export interface Models { readonly authors: ResourceModel, readonly books: ResourceModel }
+
+/** The suite's resources over a store: every field type, nullable and not, a required and an optional 'one' relation, two 'many' relations. */
+export function suiteModels (store: Store): Models {
+  const [authors, books] = buildRegistry([
+    defineResource({
+      name: 'authors',
+      singular: 'author',
+      schema: Author,
+      store,
+      relations: { books: { kind: 'many', resource: 'books', field: 'authorId' }, edited: { kind: 'many', resource: 'books', field: 'editorId' } }
+    }),
+    defineResource({
+      name: 'books',
+      singular: 'book',
+      schema: Book,
+      store,
+      relations: { author: { kind: 'one', resource: 'authors', field: 'authorId' }, editor: { kind: 'one', resource: 'authors', field: 'editorId' } }
+    })
+  ])
+  return { authors, books }
+}
+
+// As the routes store them (routes/shared.ts normalizeRecord): optional nullable fields null, optional non-nullable ones absent.
+export const AUTHORS: readonly Fields[] = [
+  { id: 'a1', name: 'Ann', born: '1950-03-01', country: 'NZ' },
+  { id: 'a2', name: 'bob', born: null, country: 'GB' },
+  { id: 'a3', name: 'Émile', born: '1899-12-31', country: null },
+  { id: 'a4', name: 'Zed', born: '2001-01-01', country: 'NZ' }
+]
+
+const book = (id: string, title: string, authorId: string, editorId: string | null, year: number | null, rating: number | null, rest: Fields = {}): Fields =>
+  ({ id, title, authorId, editorId, year, rating, published: null, meta: null, ...rest })
+
+export const BOOKS: readonly Fields[] = [
+  book('b01', 'Alpha', 'a1', 'a2', 2001, 4.5, { available: true, published: '2020-01-01T10:00:00.000Z', meta: { tags: ['x'] }, note: 'n' }),
+  book('b02', 'beta', 'a1', null, null, null, { available: false }),
+  book('b03', 'Gamma 100%', 'a2', 'a1', 1999, 3, { available: true, published: '2019-06-30T23:59:59.999Z', meta: [1, 2], note: 'x' }),
+  book('b04', 'delta_x', 'a2', null, 2001, null, { published: '2020-01-01T10:00:00.000Z' }),
+  book('b05', "O'Brien", 'a3', 'a3', -5, 0.1, { available: true }),
+  book('b06', 'émile', 'a3', null, 2010, 5, { available: false, published: '2021-02-03T04:05:06.007Z', meta: {} }),
+  book('b07', 'back\\slash', 'a1', 'a2', null, 2.25, { available: true }),
+  book('b08', 'ÉCOLE', 'a2', null, 2010, 4.5, { available: true }),
+  book('b09', 'Zeta', 'a1', null, 1999, -1.5, { available: false }),
+  book('b10', 'alpha', 'a3', 'a4', 2001, 3)
+]
+
+export async function seed (store: Store, models: Models): Promise<void> {
+  for (const author of AUTHORS) await store.create(models.authors, author)
+  for (const item of BOOKS) await store.create(models.books, item)
+}
+
+export interface QueryOptions {
+  readonly filter?: string
+  /** `title,-year`; the id is appended ascending unless named. */
+  readonly sort?: string
+  readonly window?: PageWindow
+  readonly limit?: number
+  readonly total?: boolean
+}
+
+export function listQuery (model: ResourceModel, options: QueryOptions = {}): ListQuery {
+  const sort: SortKey[] = (options.sort ?? '').split(',').filter(key => key !== '')
+    .map(key => key.startsWith('-') ? { field: key.slice(1), direction: 'desc' } : { field: key, direction: 'asc' })
+  if (!sort.some(key => key.field === model.idField)) sort.push({ field: model.idField, direction: 'asc' })
+  return {
+    filter: options.filter === undefined ? null : checkFilter(parseFilter(options.filter), model),
+    sort,
+    window: options.window ?? { kind: 'offset', offset: 0 },
+    limit: options.limit ?? 100,
+    total: options.total ?? false
+  }
+}
+
+const idsOf = (records: readonly StoredRecord[]) => records.map(record => record.data.id)
+const anchorOf = (query: ListQuery, record: StoredRecord) => query.sort.map(key => record.data[key.field] ?? null)
+
+/** Pages forward through the whole order with `after` windows; returns the pages' ids and hasMore flags. */
+export async function walkForward (store: Store, model: ResourceModel, options: QueryOptions) {
+  const query = listQuery(model, options)
+  const pages: Array<{ ids: unknown[], hasMore: boolean }> = []
+  let page = await store.list(model, query)
+  pages.push({ ids: idsOf(page.items), hasMore: page.hasMore })
+  while (page.hasMore && pages.length < 50) {
+    page = await store.list(model, { ...query, window: { kind: 'after', values: anchorOf(query, page.items[page.items.length - 1]) } })
+    pages.push({ ids: idsOf(page.items), hasMore: page.hasMore })
+  }
+  return pages
+}
+
+/** Pages backward with `before` windows from the given last record. */
+async function walkBackward (store: Store, model: ResourceModel, options: QueryOptions, last: StoredRecord) {
+  const query = listQuery(model, options)
+  const pages: Array<{ ids: unknown[], hasMore: boolean }> = []
+  let anchor = last
+  for (;;) {
+    const page = await store.list(model, { ...query, window: { kind: 'before', values: anchorOf(query, anchor) } })
+    pages.push({ ids: idsOf(page.items), hasMore: page.hasMore })
+    if (!page.hasMore || pages.length >= 50) return pages
+    anchor = page.items[0]
+  }
+}
+
+/** Registers the contract tests; `makeStore` gives a fresh, empty store each time (its caller's test closes nothing: the suite does). */
+export function storeSuite (t: Test, makeStore: MakeStore): void {
+  async function fresh (t: Test, seeded = true) {
+    const store = await makeStore()
+    t.teardown(() => store.close())
+    const models = suiteModels(store)
+    if (seeded) await seed(store, models)
+    return { store, ...models }
+  }
+
+  t.test('records', async t => {
+    t.test('create returns the record at version 1; get reads it back with every type intact', async t => {
+      const { store, authors, books } = await fresh(t, false)
+      await store.create(authors, AUTHORS[0])
+      const data = {
+        id: 'x1',
+        title: 'Ünïcode ✓ 𝄞 "quoted" \'single\' ; -- /* */',
+        authorId: 'a1',
+        editorId: null,
+        year: -9007199254740991,
+        rating: 0.1 + 0.2,
+        available: false,
+        published: '2024-02-29T23:59:59.123Z',
+        meta: { nested: { list: [1, 'two', null, true] }, empty: [] },
+        note: ''
+      }
+      const before = Date.now()
+      const created = await store.create(books, data)
+      t.same(created.data, data)
+      t.equal(created.version, 1)
+      t.ok(created.modifiedAt instanceof Date)
+      t.ok(Math.abs(created.modifiedAt.getTime() - before) < 60_000, 'modifiedAt is the write time')
+      const read = await store.get(books, 'x1') as StoredRecord
+      t.same(read.data, data)
+      t.equal(typeof read.data.year, 'number')
+      t.equal(read.version, 1)
+      t.equal(read.modifiedAt.getTime(), created.modifiedAt.getTime())
+      t.same((await store.get(authors, 'a1'))?.data, AUTHORS[0])
+    })
+
+    t.test('optional fields: nullable ones read back as null, non-nullable ones stay absent', async t => {
+      const { store, authors, books } = await fresh(t, false)
+      await store.create(authors, AUTHORS[1])
+      const created = await store.create(books, { id: 'x', title: 'T', authorId: 'a2', editorId: null, year: null, rating: null, published: null, meta: null })
+      t.same(created.data, { id: 'x', title: 'T', authorId: 'a2', editorId: null, year: null, rating: null, published: null, meta: null })
+      t.notOk('available' in created.data)
+      t.notOk('note' in ((await store.get(books, 'x'))?.data ?? {}))
+      t.same((await store.get(authors, 'a2'))?.data, { id: 'a2', name: 'bob', born: null, country: 'GB' })
+    })
+
+    t.test('get answers null for an unknown id, also one no database could store', async t => {
+      const { store, books } = await fresh(t)
+      t.equal(await store.get(books, 'nope'), null)
+      t.equal(await store.get(books, 'b01\u0000'), null)
+      t.equal(await store.update(books, 'b01\u0000', BOOKS[0]), null)
+      t.equal(await store.remove(books, 'b01\u0000'), false)
+    })
+
+    t.test('a duplicate id is 409', async t => {
+      const { store, authors } = await fresh(t)
+      await t.rejects(store.create(authors, { ...AUTHORS[1], name: 'other' }), { statusCode: 409, code: 'API_ERR_CONFLICT', message: /id already exists/ })
+      t.equal((await store.get(authors, 'a2'))?.data.name, 'bob')
+    })
+
+    t.test('update replaces every field and increments the version', async t => {
+      const { store, books } = await fresh(t)
+      const before = await store.get(books, 'b01') as StoredRecord
+      const next = { id: 'b01', title: 'New', authorId: 'a2', editorId: null, year: null, rating: 1, published: null, meta: [] }
+      const updated = await store.update(books, 'b01', next) as StoredRecord
+      t.same(updated.data, next)
+      t.equal(updated.version, 2)
+      t.ok(updated.modifiedAt.getTime() >= before.modifiedAt.getTime())
+      t.same((await store.get(books, 'b01'))?.data, next)
+      t.equal(await store.update(books, 'nope', { ...next, id: 'nope' }), null)
+    })
+
+    t.test('compare-and-set: the current version writes, a stale one does not', async t => {
+      const { store, books } = await fresh(t)
+      const next = { ...BOOKS[1], title: 'v2' }
+      const written = await store.update(books, 'b02', next, { ifVersion: 1 }) as StoredRecord
+      t.equal(written.version, 2)
+      t.equal(await store.update(books, 'b02', { ...next, title: 'lost' }, { ifVersion: 1 }), VERSION_MISMATCH)
+      t.equal((await store.get(books, 'b02'))?.data.title, 'v2')
+      t.equal(await store.update(books, 'nope', { ...next, id: 'nope' }, { ifVersion: 1 }), null, 'a missing record is null, not a mismatch')
+      t.equal(await store.remove(books, 'b02', { ifVersion: 1 }), VERSION_MISMATCH)
+      t.ok(await store.get(books, 'b02'), 'a mismatched delete deletes nothing')
+      t.equal(await store.remove(books, 'nope', { ifVersion: 1 }), false)
+      t.equal(await store.remove(books, 'b02', { ifVersion: 2 }), true)
+      t.equal(await store.get(books, 'b02'), null)
+    })
+
+    t.test('concurrent compare-and-set writes: exactly one wins', async t => {
+      const { store, books } = await fresh(t)
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => store.update(books, 'b03', { ...BOOKS[2], title: `w${i}` }, { ifVersion: 1 })))
+      const winners = results.filter(result => result !== VERSION_MISMATCH)
+      t.equal(winners.length, 1)
+      t.equal((await store.get(books, 'b03'))?.version, 2)
+      t.equal((await store.get(books, 'b03'))?.data.title, (winners[0] as StoredRecord).data.title)
+    })
+
+    t.test('remove deletes; a second remove finds nothing', async t => {
+      const { store, books } = await fresh(t)
+      t.equal(await store.remove(books, 'b10'), true)
+      t.equal(await store.get(books, 'b10'), null)
+      t.equal(await store.remove(books, 'b10'), false)
+    })
+  })
+
+  t.test('referential rules', async t => {
+    t.test('a reference to a missing parent is 422 naming the field, on create and update', async t => {
+      const { store, books } = await fresh(t)
+      const expected = { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'authorId' }] }
+      await t.rejects(store.create(books, { ...BOOKS[0], id: 'x', authorId: 'ghost' }), expected)
+      await t.rejects(store.update(books, 'b01', { ...BOOKS[0], authorId: 'ghost' }), expected)
+      await t.rejects(store.create(books, { ...BOOKS[0], id: 'y', editorId: 'ghost' }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'editorId' }] })
+      t.equal(await store.get(books, 'x'), null)
+      t.equal((await store.get(books, 'b01'))?.data.authorId, 'a1')
+    })
+
+    t.test('deleting a parent that still has children is 409; without children it goes', async t => {
+      const { store, authors, books } = await fresh(t)
+      await t.rejects(store.remove(authors, 'a3'), { statusCode: 409, code: 'API_ERR_CONFLICT', message: /still has/ })
+      t.ok(await store.get(authors, 'a3'))
+      await t.rejects(store.remove(authors, 'a4', { ifVersion: 1 }), { statusCode: 409, message: /still has edited/ }, 'a4 still edits b10')
+      t.ok(await store.get(books, 'b10'))
+    })
+
+    t.test('a stale version wins over the children check, as in the memory store', async t => {
+      const { store, authors } = await fresh(t)
+      t.equal(await store.remove(authors, 'a1', { ifVersion: 7 }), VERSION_MISMATCH)
+    })
+
+    t.test('a parent whose children are gone can be deleted', async t => {
+      const { store, authors, books } = await fresh(t)
+      await store.remove(books, 'b10')
+      t.equal(await store.remove(authors, 'a4'), true)
+      t.equal(await store.get(authors, 'a4'), null)
+      t.same(await store.update(books, 'b05', { ...BOOKS[4], editorId: null }).then(r => (r as StoredRecord).data.editorId), null)
+    })
+  })
+
+  t.test('queries', async t => {
+    const { store, authors, books } = await fresh(t)
+    const ids = async (model: ResourceModel, options: QueryOptions) => idsOf((await store.list(model, listQuery(model, options))).items)
+    const check = async (t: Test, model: ResourceModel, cases: ReadonlyArray<readonly [string, readonly string[]]>) => {
+      for (const [filter, expected] of cases) t.same(await ids(model, { filter }), expected, filter)
+    }
+    const all = BOOKS.map(b => b.id as string)
+    const except = (...excluded: string[]) => all.filter(id => !excluded.includes(id))
+
+    t.test('eq ne gt ge lt le on strings (code-unit order), integers, numbers and booleans', t => check(t, books, [
+      ["title eq 'Alpha'", ['b01']],
+      ["title ne 'Alpha'", except('b01')],
+      ["title gt 'Zeta'", ['b02', 'b04', 'b06', 'b07', 'b08', 'b10']],
+      ["title lt 'B'", ['b01']],
+      ["title le 'Alpha'", ['b01']],
+      ["title ge 'é'", ['b06']],
+      ['year gt 2000', ['b01', 'b04', 'b06', 'b08', 'b10']],
+      ['year ge 2001', ['b01', 'b04', 'b06', 'b08', 'b10']],
+      ['year lt 2000', ['b03', 'b05', 'b09']],
+      ['year le -5', ['b05']],
+      ['year eq 2001', ['b01', 'b04', 'b10']],
+      ['2000 lt year', ['b01', 'b04', 'b06', 'b08', 'b10']],
+      ['year lt 100000000000000000000', except('b02', 'b07')],
+      ['rating ge 4.5', ['b01', 'b06', 'b08']],
+      ['rating lt 0', ['b09']],
+      ['rating eq 3', ['b03', 'b10']],
+      ['rating gt year', ['b05']],
+      ['available eq true', ['b01', 'b03', 'b05', 'b07', 'b08']],
+      ['available eq false', ['b02', 'b06', 'b09']],
+      ['available gt false', ['b01', 'b03', 'b05', 'b07', 'b08']],
+      ['editorId eq authorId', ['b05']],
+      ['editorId ne authorId', except('b05')]
+    ]))
+
+    t.test('dates and date-times (instants, whatever the offset)', async t => {
+      await check(t, authors, [
+        ['born gt 1900-01-01', ['a1', 'a4']],
+        ["born lt '1900-01-01'", ['a3']],
+        ['born ne 1950-03-01', ['a2', 'a3', 'a4']],
+        ['born eq 1950-03-01', ['a1']]
+      ])
+      await check(t, books, [
+        ['published gt 2020-01-01T00:00:00Z', ['b01', 'b04', 'b06']],
+        ['published eq 2020-01-01T11:00:00+01:00', ['b01', 'b04']],
+        ['published lt 2020-01-01T10:00:00.000Z', ['b03']],
+        ['published le 2020-01-01T10:00:00Z', ['b01', 'b03', 'b04']],
+        ['published in (2020-01-01T11:00:00+01:00, 2019-06-30T23:59:59.999Z)', ['b01', 'b03', 'b04']]
+      ])
+    })
+
+    t.test('OData null rules: null equals null, ne includes nulls, ordering with null is false', t => check(t, books, [
+      ['year eq null', ['b02', 'b07']],
+      ['null eq year', ['b02', 'b07']],
+      ['year ne null', except('b02', 'b07')],
+      ['year ne 2001', ['b02', 'b03', 'b05', 'b06', 'b07', 'b08', 'b09']],
+      ['year gt null', []],
+      ['year le null', []],
+      ['not (year gt null)', all],
+      ['available ne true', ['b02', 'b04', 'b06', 'b09', 'b10']],
+      ['available eq null', ['b04', 'b10']],
+      ['note eq null', except('b01', 'b03')],
+      ["note ne 'n'", except('b01')],
+      ['meta eq null', ['b02', 'b04', 'b05', 'b07', 'b08', 'b09', 'b10']],
+      ['meta ne null', ['b01', 'b03', 'b06']],
+      ['published eq null', ['b02', 'b05', 'b07', 'b08', 'b09', 'b10']],
+      ['rating eq year', ['b02']]
+    ]))
+
+    t.test('and, or, not with precedence and two-valued logic', t => check(t, books, [
+      ['year eq 2001 and available eq true', ['b01']],
+      ['year eq 1999 or rating gt 4', ['b01', 'b03', 'b06', 'b08', 'b09']],
+      ['year eq 1999 or year eq 2010 and available eq true', ['b03', 'b08', 'b09']],
+      ['(year eq 1999 or year eq 2010) and available eq true', ['b03', 'b08']],
+      ['not (year eq 2001) and available eq false', ['b02', 'b06', 'b09']],
+      ['not (year gt 2000)', ['b02', 'b03', 'b05', 'b07', 'b09']],
+      ['not (year eq 2001 or available eq true)', ['b02', 'b06', 'b09']],
+      ['not (rating gt 3 and year lt 2005)', except('b01')],
+      ['not (not (year eq null))', ['b02', 'b07']],
+      ['not (year ne null)', ['b02', 'b07']],
+      ['not (year lt 2000 or year eq null)', ['b01', 'b04', 'b06', 'b08', 'b10']]
+    ]))
+
+    t.test('in, with and without null', t => check(t, books, [
+      ['year in (1999, 2010)', ['b03', 'b06', 'b08', 'b09']],
+      ['year in (2001, null)', ['b01', 'b02', 'b04', 'b07', 'b10']],
+      ['year in (null)', ['b02', 'b07']],
+      ['not (year in (null))', except('b02', 'b07')],
+      ['not (year in (1999, null))', ['b01', 'b04', 'b05', 'b06', 'b08', 'b10']],
+      ['not (year in (1999, 2010))', ['b01', 'b02', 'b04', 'b05', 'b07', 'b10']],
+      ["title in ('alpha', 'Zeta')", ['b09', 'b10']],
+      ['rating in (3, 4.5)', ['b01', 'b03', 'b08', 'b10']]
+    ]))
+
+    t.test('contains, startswith, endswith: case-sensitive, with %, _ and \\ matched literally', t => check(t, books, [
+      ["contains(title, '%')", ['b03']],
+      ["contains(title, '_')", ['b04']],
+      ["contains(title, '\\')", ['b07']],
+      ["contains(title, '0%')", ['b03']],
+      ["contains(title, 'ph')", ['b01', 'b10']],
+      ["startswith(title, 'al')", ['b10']],
+      ["startswith(title, '')", all],
+      ["endswith(title, 'a')", ['b01', 'b02', 'b09', 'b10']],
+      ["endswith(title, '_x')", ['b04']],
+      ["not (contains(title, 'a'))", ['b05', 'b06', 'b08']],
+      ["contains(note, 'n')", ['b01']],
+      ["not (contains(note, 'x'))", except('b03')],
+      ["contains('Alpha and more', title)", ['b01']],
+      ["startswith('delta_x!', title)", ['b04']],
+      ["startswith('deltaXx', title) or contains('Gamma 1000', title) or contains('backslash', title)", []],
+      ['contains(title, title)', all]
+    ]))
+
+    t.test('tolower and toupper', t => check(t, books, [
+      ["tolower(title) eq 'alpha'", ['b01', 'b10']],
+      ["toupper(title) eq 'ÉMILE'", ['b06']],
+      ["tolower(title) eq 'école'", ['b08']],
+      ["tolower(title) gt 'z'", ['b06', 'b08', 'b09']],
+      ["contains(tolower(title), 'alp')", ['b01', 'b10']],
+      ["startswith(toupper(title), toupper('al'))", ['b01', 'b10']],
+      ['tolower(note) eq null', except('b01', 'b03')],
+      ["tolower(toupper(title)) eq 'beta'", ['b02']]
+    ]))
+
+    t.test("related fields through 'one' relations; a missing target is a null candidate", t => check(t, books, [
+      ["author/country eq 'NZ'", ['b01', 'b02', 'b07', 'b09']],
+      ['author/country eq null', ['b05', 'b06', 'b10']],
+      ["author/country ne 'NZ'", ['b03', 'b04', 'b05', 'b06', 'b08', 'b10']],
+      ['author/born lt 1900-01-01', ['b05', 'b06', 'b10']],
+      ["editor/name eq 'bob'", ['b01', 'b07']],
+      ['editor/name eq null', ['b02', 'b04', 'b06', 'b08', 'b09']],
+      ["editor/name ne 'bob'", except('b01', 'b07')],
+      ["not (editor/name eq 'bob')", except('b01', 'b07')],
+      ['not (editor/country eq null)', ['b01', 'b03', 'b07', 'b10']],
+      ['editor/born gt 1900-01-01', ['b03', 'b10']],
+      ['not (editor/born gt 1900-01-01)', except('b03', 'b10')],
+      ["editor/country in ('GB', null)", ['b01', 'b02', 'b04', 'b05', 'b06', 'b07', 'b08', 'b09']],
+      ["tolower(editor/name) eq 'émile'", ['b05']],
+      ["contains(editor/name, 'o')", ['b01', 'b07']],
+      ["not (contains(editor/name, 'o'))", except('b01', 'b07')],
+      ['editor/country eq author/country', ['b05', 'b06']],
+      ['not (editor/country eq author/country)', except('b05', 'b06')],
+      ["author/country eq 'NZ' and editor/country eq 'GB'", ['b01', 'b07']],
+      ['tolower(author/name) eq tolower(title)', ['b06']],
+      ['author/id eq editorId', ['b05']]
+    ]))
+
+    t.test("related fields through 'many' relations: any child passes; no children, no candidate", t => check(t, authors, [
+      ['books/year gt 2005', ['a2', 'a3']],
+      ['books/year eq null', ['a1']],
+      ['not (books/year eq null)', ['a2', 'a3', 'a4']],
+      ['books/year ne 1', ['a1', 'a2', 'a3']],
+      ['not (books/year ne 1)', ['a4']],
+      ['books/title eq null', []],
+      ['books/rating lt 0', ['a1']],
+      ["edited/title eq 'alpha'", ['a4']],
+      ['books/year eq 2001 and books/rating eq 3', ['a2', 'a3']],
+      ['books/year in (1999)', ['a1', 'a2']],
+      ["contains(books/title, 'a')", ['a1', 'a2', 'a3']],
+      ["not (contains(books/title, 'e'))", ['a4']],
+      ['tolower(books/title) eq tolower(name)', ['a3']],
+      ['books/year eq books/rating', ['a1']],
+      ['books/id eq edited/id', ['a3']]
+    ]))
+
+    const orders: ReadonlyArray<readonly [ResourceModel, string, readonly string[]]> = [
+      [books, '', all],
+      [books, 'title', ['b01', 'b03', 'b05', 'b09', 'b10', 'b07', 'b02', 'b04', 'b08', 'b06']],
+      [books, '-title', ['b06', 'b08', 'b04', 'b02', 'b07', 'b10', 'b09', 'b05', 'b03', 'b01']],
+      [books, 'year', ['b02', 'b07', 'b05', 'b03', 'b09', 'b01', 'b04', 'b10', 'b06', 'b08']],
+      [books, '-year', ['b06', 'b08', 'b01', 'b04', 'b10', 'b03', 'b09', 'b05', 'b02', 'b07']],
+      [books, 'rating,-year', ['b04', 'b02', 'b09', 'b05', 'b07', 'b10', 'b03', 'b08', 'b01', 'b06']],
+      [books, 'available,-id', ['b10', 'b04', 'b09', 'b06', 'b02', 'b08', 'b07', 'b05', 'b03', 'b01']],
+      [books, '-available,year', ['b07', 'b05', 'b03', 'b01', 'b08', 'b02', 'b09', 'b06', 'b04', 'b10']],
+      [books, 'published', ['b02', 'b05', 'b07', 'b08', 'b09', 'b10', 'b03', 'b01', 'b04', 'b06']],
+      [books, 'note', ['b02', 'b04', 'b05', 'b06', 'b07', 'b08', 'b09', 'b10', 'b01', 'b03']],
+      [books, '-editorId,-id', ['b10', 'b05', 'b07', 'b01', 'b03', 'b09', 'b08', 'b06', 'b04', 'b02']],
+      [authors, 'born', ['a2', 'a3', 'a1', 'a4']],
+      [authors, '-born', ['a4', 'a1', 'a3', 'a2']],
+      [authors, 'name', ['a1', 'a4', 'a2', 'a3']],
+      [authors, '-id', ['a4', 'a3', 'a2', 'a1']]
+    ]
+
+    t.test('sort: each key in turn, NULL first ascending and last descending, the id breaking ties', async t => {
+      for (const [model, sort, expected] of orders) t.same(await ids(model, { sort }), expected, `${model.name} sort=${sort}`)
+    })
+
+    t.test('offset windows: a slice of the order, hasMore, past the end empty', async t => {
+      const page = async (offset: number, limit: number) => {
+        const result = await store.list(books, listQuery(books, { sort: 'year', window: { kind: 'offset', offset }, limit }))
+        return { ids: idsOf(result.items), hasMore: result.hasMore }
+      }
+      t.same(await page(0, 3), { ids: ['b02', 'b07', 'b05'], hasMore: true })
+      t.same(await page(3, 3), { ids: ['b03', 'b09', 'b01'], hasMore: true })
+      t.same(await page(7, 3), { ids: ['b10', 'b06', 'b08'], hasMore: false })
+      t.same(await page(9, 3), { ids: ['b08'], hasMore: false })
+      t.same(await page(10, 3), { ids: [], hasMore: false })
+      t.same(await page(50, 3), { ids: [], hasMore: false })
+      t.same(await page(0, 0), { ids: [], hasMore: true })
+      t.same(await page(10, 0), { ids: [], hasMore: false })
+    })
+
+    t.test('keyset windows: walking forward and backward visits the whole order once, in every sort', async t => {
+      for (const [model, sort, expected] of orders) {
+        const full = (await store.list(model, listQuery(model, { sort }))).items
+        for (const limit of [1, 3, 4]) {
+          const forward = await walkForward(store, model, { sort, limit })
+          t.same(forward.flatMap(p => p.ids), expected, `${model.name} sort=${sort} forward by ${limit}`)
+          t.same(forward.map(p => p.hasMore), forward.map((_, i) => i < forward.length - 1), 'hasMore until the last page')
+          const backward = await walkBackward(store, model, { sort, limit }, full[full.length - 1])
+          t.same([...backward].reverse().flatMap(p => p.ids).concat(expected[expected.length - 1]), expected, `${model.name} sort=${sort} backward by ${limit}`)
+          t.same(backward.map(p => p.hasMore), backward.map((_, i) => i < backward.length - 1), 'hasMore until the first page')
+        }
+      }
+    })
+
+    t.test('keyset windows from anchors that are not (or no longer) items, nulls included', async t => {
+      const window = (kind: 'after' | 'before', values: unknown[]): PageWindow => ({ kind, values })
+      const cases: ReadonlyArray<readonly [string, PageWindow, readonly string[], boolean]> = [
+        ['year', window('after', [2000, 'b00']), ['b01', 'b04', 'b10', 'b06', 'b08'], false],
+        ['year', window('after', [null, 'b02']), ['b07', 'b05', 'b03', 'b09', 'b01', 'b04', 'b10', 'b06', 'b08'], false],
+        ['year', window('after', [null, 'b00']), ['b02', 'b07', 'b05', 'b03', 'b09', 'b01', 'b04', 'b10', 'b06', 'b08'], false],
+        ['year', window('before', [null, 'b07']), ['b02'], false],
+        ['year', window('before', [1999, 'b04']), ['b02', 'b07', 'b05', 'b03'], false],
+        ['-year', window('after', [null, 'b02']), ['b07'], false],
+        ['-year', window('after', [2001, 'b04']), ['b10', 'b03', 'b09', 'b05', 'b02', 'b07'], false],
+        ['-year', window('before', [2001, 'b04']), ['b06', 'b08', 'b01'], false],
+        ['-year', window('before', [null, 'b00']), ['b06', 'b08', 'b01', 'b04', 'b10', 'b03', 'b09', 'b05'], false],
+        ['title', window('after', ['Zeta', 'b09']), ['b10', 'b07', 'b02', 'b04', 'b08', 'b06'], false],
+        ['title', window('after', ['Zz', 'a']), ['b10', 'b07', 'b02', 'b04', 'b08', 'b06'], false],
+        ['published', window('after', ['2020-01-01T10:00:00.000Z', 'b01']), ['b04', 'b06'], false],
+        ['', window('after', ['b08']), ['b09', 'b10'], false],
+        ['', window('before', ['b03']), ['b01', 'b02'], false],
+        ['', window('after', ['b10']), [], false]
+      ]
+      for (const [sort, win, expected, hasMore] of cases) {
+        const page = await store.list(books, listQuery(books, { sort, window: win }))
+        t.same({ ids: idsOf(page.items), hasMore: page.hasMore }, { ids: expected, hasMore }, `sort=${sort} ${win.kind} ${JSON.stringify(win.kind === 'offset' ? null : win.values)}`)
+      }
+      const short = await store.list(books, listQuery(books, { sort: '-year', window: window('before', [null, 'b00']), limit: 2 }))
+      t.same({ ids: idsOf(short.items), hasMore: short.hasMore }, { ids: ['b09', 'b05'], hasMore: true }, 'a short before page is the one nearest the anchor')
+    })
+
+    t.test('keyset windows combine with a filter', async t => {
+      const pages = await walkForward(store, books, { filter: 'year ne 2001', sort: '-rating', limit: 2 })
+      t.same(pages.flatMap(p => p.ids), ['b06', 'b08', 'b03', 'b07', 'b05', 'b09', 'b02'])
+    })
+
+    t.test('total counts every match across pages, only when asked', async t => {
+      const total = async (window: PageWindow, limit: number, filter = 'year gt 2000') => (await store.list(books, listQuery(books, { filter, window, limit, total: true }))).total
+      t.equal(await total({ kind: 'offset', offset: 0 }, 2), 5, 'first page')
+      t.equal(await total({ kind: 'offset', offset: 4 }, 2), 5, 'last page')
+      t.equal(await total({ kind: 'offset', offset: 20 }, 2), 5, 'past the end')
+      t.equal(await total({ kind: 'offset', offset: 0 }, 0), 5, 'pageSize 0')
+      t.equal(await total({ kind: 'offset', offset: 0 }, 10, "title eq 'none'"), 0, 'no match')
+      t.equal(await total({ kind: 'after', values: ['b04'] }, 1), 5, 'keyset window')
+      t.equal((await store.list(books, listQuery(books, { total: true }))).total, 10, 'no filter')
+      t.equal((await store.list(books, listQuery(books, { limit: 2 }))).total, undefined, 'not asked')
+    })
+
+    t.test('getMany: by id or by a related field, unknown values skipped, null matching null', async t => {
+      const sorted = (records: readonly StoredRecord[]) => idsOf(records).sort()
+      t.same(sorted(await store.getMany(books, 'authorId', ['a1', 'a3', 'zz'])), ['b01', 'b02', 'b05', 'b06', 'b07', 'b09', 'b10'])
+      t.same(sorted(await store.getMany(books, 'id', ['b01', 'b01', 'b05', 'nope'])), ['b01', 'b05'])
+      t.same(sorted(await store.getMany(books, 'editorId', [null])), ['b02', 'b04', 'b06', 'b08', 'b09'])
+      t.same(await store.getMany(books, 'id', []), [])
+      const [record] = await store.getMany(authors, 'id', ['a1'])
+      t.same(record.data, AUTHORS[0])
+      t.equal(record.version, 1)
+    })
+  })
+}
+
+/**
+ * Differential check (issue 6 "Every query-language test result must be identical"): random
+ * filters and sorts give the same pages on the store under test as on the memory store.
+ */
+export function agreesWithMemory (t: Test, makeStore: MakeStore, runs = 60): void {
+  t.test('random filters and sorts agree with the memory store', async t => {
+    const store = await makeStore()
+    const memory = memoryStore()
+    t.teardown(() => store.close())
+    const sql = suiteModels(store)
+    const mem = suiteModels(memory)
+    await seed(store, sql)
+    await seed(memory, mem)
+    const literal = (field: string): fc.Arbitrary<string> => {
+      const values: Record<string, string[]> = {
+        title: ["'Alpha'", "'alpha'", "'b'", "'Zeta'", "'é'", "''"],
+        year: ['1999', '2001', '2010', '-5', '0', 'null'],
+        rating: ['3', '4.5', '0.1', '-1.5', '2', 'null'],
+        available: ['true', 'false', 'null'],
+        published: ['2020-01-01T10:00:00Z', '2019-12-31T23:00:00-02:00', 'null'],
+        note: ["'n'", "'x'", 'null'],
+        editorId: ["'a1'", "'a4'", 'null']
+      }
+      return fc.constantFrom(...values[field])
+    }
+    const fields = ['title', 'year', 'rating', 'available', 'published', 'note', 'editorId']
+    const compare = fc.tuple(fc.constantFrom(...fields), fc.constantFrom('eq', 'ne', 'gt', 'ge', 'lt', 'le'))
+      .chain(([field, op]) => literal(field).map(value => `${field} ${op} ${value}`))
+    const related = fc.tuple(fc.constantFrom('author', 'editor'), fc.constantFrom(['name', ["'Ann'", "'bob'", "'Zed'", 'null']], ['country', ["'NZ'", "'GB'", 'null']], ['born', ['1950-03-01', '2000-01-01', 'null']]) as fc.Arbitrary<[string, string[]]>, fc.constantFrom('eq', 'ne', 'gt', 'lt'))
+      .chain(([relation, [field, values], op]) => fc.constantFrom(...values).map(value => `${relation}/${field} ${op} ${value}`))
+    const match = fc.tuple(fc.constantFrom('contains', 'startswith', 'endswith'), fc.constantFrom('title', 'note', 'tolower(title)', 'editor/name'), fc.constantFrom("'a'", "'%'", "'_x'", "'\\'", "'E'", "''"))
+      .map(([name, text, part]) => `${name}(${text}, ${part})`)
+    const inList = fc.tuple(fc.constantFrom('year', 'rating'), fc.subarray(['1999', '2001', '3', 'null'], { minLength: 1 }))
+      .map(([field, values]) => `${field} in (${values.join(', ')})`)
+    const atom = fc.oneof(compare, related, match, inList)
+    const filter: fc.Arbitrary<string> = fc.letrec<{ node: string }>(tie => ({
+      node: fc.oneof({ depthSize: 'small', withCrossShrink: true },
+        atom,
+        fc.tuple(tie('node'), fc.constantFrom('and', 'or'), tie('node')).map(([a, op, b]) => `(${a} ${op} ${b})`),
+        tie('node').map(a => `not (${a})`))
+    })).node
+    const sort = fc.subarray(['title', '-title', 'year', '-year', 'rating', '-rating', 'available', '-available', 'published', 'note', '-editorId'], { maxLength: 3 })
+      .filter(keys => new Set(keys.map(k => k.replace('-', ''))).size === keys.length)
+      .map(keys => keys.join(','))
+    const windowOf = fc.oneof(
+      fc.record({ kind: fc.constant('offset' as const), offset: fc.integer({ min: 0, max: 11 }) }),
+      fc.record({ kind: fc.constantFrom('after' as const, 'before' as const), pick: fc.integer({ min: 0, max: 9 }) }))
+    await fc.assert(fc.asyncProperty(filter, sort, windowOf, fc.integer({ min: 0, max: 5 }), fc.boolean(), async (text, sortText, win, limit, total) => {
+      const full = await memory.list(mem.books, listQuery(mem.books, { sort: sortText }))
+      const window: PageWindow = win.kind === 'offset' ? win : { kind: win.kind, values: anchorOf(listQuery(mem.books, { sort: sortText }), full.items[win.pick]) }
+      const options = { filter: text, sort: sortText, window, limit, total }
+      const expected = await memory.list(mem.books, listQuery(mem.books, options))
+      const actual = await store.list(sql.books, listQuery(sql.books, options))
+      t.same({ ids: idsOf(actual.items), hasMore: actual.hasMore, total: actual.total }, { ids: idsOf(expected.items), hasMore: expected.hasMore, total: expected.total }, `${text} sort=${sortText} ${JSON.stringify(window)} limit=${limit}`)
+    }), { numRuns: runs, seed: 6 })
+  })
+}

@@ -1,0 +1,15 @@
+// The store contract suite on embedded PGlite (issue 6 "One store, two engines", "Same behaviour
+// as the memory store"): one PGlite instance for the file (pglite-db.ts), a fresh
+// schema per store, plus a randomized comparison with the memory store.
+import t from 'tap'
+import { pgliteStore } from '../../lib/stores/sql/index.js'
+import { agreesWithMemory, storeSuite } from './conformance.js'
+import { openPglite } from './pglite-db.js'
+
+const db = await openPglite()
+t.teardown(() => db.close())
+let schemas = 0
+const makeStore = async () => await pgliteStore({ db, schema: `suite_${++schemas}` })
+
+storeSuite(t, makeStore)
+agreesWithMemory(t, makeStore)

@@ -1,0 +1,129 @@
+// Hostile input (issue 6 "Tests"): filter, sort, fields, simple filters, ids and bodies full of
+// quotes, semicolons, comments, wildcards, unicode or sheer length are answered with 400 or with
+// the correct literal match (the memory store's answer), never a 500, never executed as SQL.
+import t from 'tap'
+import type { Test as Tap } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { buildApp, create, json } from '../helpers/app.js'
+import { pgliteStore } from '../../lib/stores/sql/index.js'
+import { listQuery, suiteModels } from './conformance.js'
+import { openPglite } from './pglite-db.js'
+
+const db = await openPglite()
+t.teardown(() => db.close())
+
+const titles = [
+  "Robert'); DROP TABLE books;--",
+  'plain',
+  '100% _real_ \\escaped\\',
+  '/* comment */ -- too',
+  'Ünïcödé 𝄞 ✓ עברית',
+  '"double" \'single\''
+]
+
+async function seeded (t: Tap, app: FastifyInstance) {
+  const author = await create(app, 'authors', { name: "O'Hara; SELECT 1", country: 'NZ' })
+  for (const title of titles) await create(app, 'books', { title, authorId: author.id, year: 2000 })
+  t.pass('seeded')
+}
+
+const long = 'x'.repeat(1900)
+const urls = [
+  `/v1/books?filter=${encodeURIComponent("title eq 'Robert''); DROP TABLE books;--'")}`,
+  `/v1/books?filter=${encodeURIComponent("title eq 'x''; DROP TABLE books; --'")}`,
+  `/v1/books?filter=${encodeURIComponent("title eq '\"; SELECT pg_sleep(10); --'")}`,
+  `/v1/books?filter=${encodeURIComponent("contains(title, '%')")}`,
+  `/v1/books?filter=${encodeURIComponent("contains(title, '_')")}`,
+  `/v1/books?filter=${encodeURIComponent("contains(title, '\\')")}`,
+  `/v1/books?filter=${encodeURIComponent("startswith(title, '/*')")}`,
+  `/v1/books?filter=${encodeURIComponent("endswith(title, '--')")}`,
+  `/v1/books?filter=${encodeURIComponent("contains(title, '𝄞')")}`,
+  `/v1/books?filter=${encodeURIComponent("tolower(title) eq 'ünïcödé 𝄞 ✓ עברית'")}`,
+  `/v1/books?filter=${encodeURIComponent("author/name eq 'O''Hara; SELECT 1'")}`,
+  `/v1/books?filter=${encodeURIComponent(`title eq '${long}'`)}`,
+  `/v1/books?filter=${encodeURIComponent(`title eq '${'y'.repeat(5000)}'`)}`,
+  `/v1/books?filter=${encodeURIComponent('title eq title; DROP TABLE books')}`,
+  `/v1/books?filter=${encodeURIComponent('year eq 2000) OR (1=1')}`,
+  `/v1/books?filter=${encodeURIComponent('"title" eq \'plain\'')}`,
+  `/v1/books?filter=${encodeURIComponent("title eq 'plain' -- comment")}`,
+  `/v1/books?filter=${encodeURIComponent('pg_sleep(10) eq 1')}`,
+  `/v1/books?title=${encodeURIComponent("' OR 1=1 --")}`,
+  `/v1/books?title=${encodeURIComponent("Robert'); DROP TABLE books;--")}`,
+  `/v1/books?title=${encodeURIComponent('y'.repeat(8000))}`,
+  `/v1/books?year=${encodeURIComponent('2000 OR 1=1')}`,
+  `/v1/books?author.name=${encodeURIComponent("O'Hara; SELECT 1")}`,
+  `/v1/books?author.country=${encodeURIComponent("NZ' OR '1'='1")}`,
+  `/v1/books?sort=${encodeURIComponent('title;DROP TABLE books')}`,
+  `/v1/books?sort=${encodeURIComponent('-"title"')}`,
+  `/v1/books?sort=${encodeURIComponent('title desc')}`,
+  `/v1/books?sort=${encodeURIComponent('-title,year')}`,
+  `/v1/books?fields=${encodeURIComponent('title,"; DROP TABLE books')}`,
+  `/v1/books?fields=${encodeURIComponent('title) FROM books; --')}`,
+  `/v1/books/${encodeURIComponent("'; DROP TABLE books; --")}`,
+  `/v1/books/${encodeURIComponent('1 OR 1=1')}`,
+  '/v1/books/%00',
+  `/v1/books?filter=${encodeURIComponent("title eq 'nul\u0000'")}`,
+  `/v1/books?title=${encodeURIComponent('nul\u0000')}`
+]
+
+/** The client's view with server-assigned ids left out, since the two apps assign different ones. */
+function view (body: Record<string, unknown>): unknown {
+  const data = body.data as Record<string, unknown> | undefined
+  const items = (data?.books ?? data?.items ?? (Array.isArray(data) ? data : undefined)) as Array<Record<string, unknown>> | undefined
+  if (items !== undefined) return items.map(({ title, year }) => ({ title, year }))
+  return { status: body.status, invalidParams: (body.invalidParams as Array<{ name: string }> | undefined)?.map(p => p.name) }
+}
+
+t.test('hostile query values get the memory store\'s answer or a 400, never a 500, and run nothing', async t => {
+  const memoryApp = await buildApp(t)
+  const sqlApp = await buildApp(t, { store: await pgliteStore({ db, schema: 'hostile' }) })
+  await seeded(t, memoryApp)
+  await seeded(t, sqlApp)
+  let matched = 0
+  for (const url of urls) {
+    const [expected, actual] = await Promise.all([memoryApp.inject({ url }), sqlApp.inject({ url })])
+    t.ok(actual.statusCode < 500, `${url.slice(0, 120)} is not a 5xx (${actual.statusCode})`)
+    if (url.includes('%00')) {
+      // PostgreSQL text cannot hold NUL: nothing stored has one, and a filter asking for one is refused.
+      t.ok([400, 404].includes(actual.statusCode) || actual.json().data.books?.length === 0, 'NUL never matches')
+      continue
+    }
+    t.equal(actual.statusCode, expected.statusCode, url.slice(0, 120))
+    t.same(view(actual.json()), view(expected.json()), url.slice(0, 120))
+    if (Array.isArray(view(expected.json())) && (view(expected.json()) as unknown[]).length > 0) matched++
+  }
+  t.ok(matched >= 10, `${matched} hostile queries found their literal matches`)
+  const res = await sqlApp.inject({ url: '/v1/books?total=true' })
+  t.equal(res.json().meta.total, titles.length, 'every table and row is still there')
+  const filtered = await sqlApp.inject({ url: `/v1/books?filter=${encodeURIComponent("title eq 'nul\u0000'")}` })
+  t.match(filtered.json(), { status: 400, invalidParams: [{ name: 'filter' }] })
+})
+
+t.test('hostile strings in bodies are stored and read back exactly; what PostgreSQL cannot hold is 422 naming the field', async t => {
+  const app = await buildApp(t, { store: await pgliteStore({ db, schema: 'hostile_bodies' }) })
+  const author = await create(app, 'authors', { name: "x'); DELETE FROM authors; --" })
+  for (const title of titles) {
+    const book = await create(app, 'books', { title, authorId: author.id })
+    const res = await app.inject({ url: `/v1/books/${book.id}` })
+    t.equal(res.json().data.book.title, title)
+    const found = await app.inject({ url: `/v1/books?filter=${encodeURIComponent(`title eq '${title.replaceAll("'", "''")}'`)}` })
+    t.same(found.json().data.books.map((b: { id: string }) => b.id), [book.id], `a filter finds ${JSON.stringify(title)} literally`)
+  }
+  const nul = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { title: 'a\u0000b', authorId: author.id } })
+  t.equal(nul.statusCode, 422)
+  t.match(nul.json(), { invalidParams: [{ name: 'title', reason: /NUL/ }] })
+  const huge = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: '{"title":"t","authorId":"' + author.id + '","year":100000000000000000000}' })
+  t.equal(huge.statusCode, 422)
+  t.match(huge.json(), { invalidParams: [{ name: 'year' }] })
+})
+
+t.test('a JSON value PostgreSQL cannot hold is 422 rather than a 500', async t => {
+  const store = await pgliteStore({ db, schema: 'hostile_json' })
+  t.teardown(() => store.close())
+  const { authors, books } = suiteModels(store)
+  await store.create(authors, { id: 'a', name: 'A', born: null, country: null })
+  await t.rejects(store.create(books, { id: 'b', title: 'B', authorId: 'a', editorId: null, year: null, rating: null, published: null, meta: { text: 'nul \u0000' } }),
+    { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', message: /outside what the database can store/ })
+  await t.rejects(store.create(authors, { id: 'y0', name: 'Y', born: '0000-01-01', country: null }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE' }, 'year 0 exists in ISO 8601, not in PostgreSQL')
+  t.same((await store.list(books, listQuery(books))).items, [])
+})

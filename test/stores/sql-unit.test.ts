@@ -1,0 +1,96 @@
+// White-box tests of the SQL store's pure parts (issue 6 "Pushdown", "Failure"): values only as
+// placeholders, identifiers only quoted, LIKE patterns escaped, which errors mean "unavailable",
+// and the option and table-mapping checks that fail at start-up.
+import t from 'tap'
+import { Type } from '@sinclair/typebox'
+import pg from 'pg'
+import { buildRegistry } from '../../lib/registry/index.js'
+import { memoryStore } from '../../lib/stores/memory.js'
+import { ident, join, quoteIdent, raw, sql, toQuery } from '../../lib/stores/sql/sql.js'
+import { escapeLike } from '../../lib/stores/sql/compile.js'
+import { isUnavailable } from '../../lib/stores/sql/store.js'
+import { resolveTable } from '../../lib/stores/sql/table.js'
+import { pgliteStore, postgresStore } from '../../lib/stores/sql/index.js'
+
+t.test('sql: interpolated values become numbered placeholders, fragments are spliced in', async t => {
+  const title = "x'; DROP TABLE books; --"
+  const inner = sql`${ident('t0', 'year')} > ${2000}`
+  const query = toQuery(sql`SELECT 1 FROM ${ident('s', 'books')} WHERE ${ident('title')} = ${title} AND ${inner} AND ${raw('TRUE')} OR ${null} IS NULL`)
+  t.same(query, {
+    text: 'SELECT 1 FROM "s"."books" WHERE "title" = $1 AND "t0"."year" > $2 AND TRUE OR $3 IS NULL',
+    values: [title, 2000, null]
+  })
+  t.same(toQuery(sql`${inner}`), { text: '"t0"."year" > $1', values: [2000] }, 'a fragment alone')
+  t.same(toQuery(join([sql`a = ${1}`, sql`b = ${2}`, raw('c')], ' AND ')), { text: 'a = $1 AND b = $2 AND c', values: [1, 2] })
+  t.same(toQuery(join([], ', ')), { text: '', values: [] })
+})
+
+t.test('identifiers are always quoted; quotes inside are doubled; NUL or empty is refused', async t => {
+  t.equal(quoteIdent('authorId'), '"authorId"')
+  t.equal(quoteIdent('we"ird; DROP'), '"we""ird; DROP"')
+  t.equal(toQuery(ident('my schema', 'tab"le')).text, '"my schema"."tab""le"')
+  t.throws(() => quoteIdent('a\u0000b'), TypeError)
+  t.throws(() => quoteIdent(''), TypeError)
+})
+
+t.test('LIKE patterns escape %, _ and the escape character itself', async t => {
+  t.equal(escapeLike('100%_\\x'), '100\\%\\_\\\\x')
+  t.equal(escapeLike('plain'), 'plain')
+})
+
+t.test('unavailable means the connection failed, not the statement', async t => {
+  const unavailable = [
+    { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' },
+    { code: 'ECONNRESET' },
+    { code: '57P01', message: 'terminating connection due to administrator command' },
+    { code: '57014', message: 'canceling statement due to statement timeout' },
+    { code: '08006' },
+    { code: '53300', message: 'too many connections' },
+    { code: '40001' },
+    { code: '40P01' },
+    { message: 'Connection terminated unexpectedly' },
+    { message: 'timeout exceeded when trying to connect' },
+    { message: 'PGlite is closed' }
+  ]
+  for (const error of unavailable) t.ok(isUnavailable(error), JSON.stringify(error))
+  const failed = [
+    { code: '23505', message: 'duplicate key value violates unique constraint' },
+    { code: '42P01', message: 'relation "books" does not exist (connection fine)' },
+    { code: '22021' },
+    new TypeError('x is not a function'),
+    null,
+    'text'
+  ]
+  for (const error of failed) t.notOk(isUnavailable(error), JSON.stringify(error))
+})
+
+t.test('table mapping: unknown fields and reused columns are refused with the option path', async t => {
+  const [model] = buildRegistry([{
+    name: 'books',
+    singular: 'book',
+    store: memoryStore(),
+    schema: Type.Object({ id: Type.Readonly(Type.String()), version: Type.Integer(), title: Type.String() }, { additionalProperties: false })
+  }])
+  t.throws(() => resolveTable(model, 'public'), { name: 'TypeError', message: /column 'version' of table books would hold two things/ })
+  t.throws(() => resolveTable(model, 'public', { columns: { titel: 'x' } }), { message: /tables\.books\.columns names 'titel'/ })
+  t.throws(() => resolveTable(model, 'public', { versionColumn: 'rev', columns: { title: 'rev' } }), { message: /column 'rev'/ })
+  const table = resolveTable(model, 'app', { table: 'my_books', versionColumn: 'rev', modifiedAtColumn: 'changed', columns: { title: 'book_title' } })
+  t.match(table, { schema: 'app', name: 'my_books', version: 'rev', modifiedAt: 'changed' })
+  t.equal(table.columns.get('title')?.name, 'book_title')
+  t.equal(toQuery(table.ref).text, '"app"."my_books"')
+})
+
+t.test('factory options are checked before anything connects', async t => {
+  for (const schema of ['', 'a\u0000b', 5]) {
+    await t.rejects(pgliteStore({ schema: schema as string, dataDir: '/nonexistent' }), { name: 'TypeError', message: /option schema/ })
+  }
+  for (const retryAfterSeconds of [-1, 1.5, '2']) {
+    await t.rejects(postgresStore({ retryAfterSeconds: retryAfterSeconds as number }), { name: 'TypeError', message: /retryAfterSeconds/ })
+  }
+  const pool = new pg.Pool()
+  t.teardown(() => pool.end())
+  await t.rejects(postgresStore({ pool, connectionString: 'postgres://x@127.0.0.1/y' }), { message: /either pool, or connectionString/ })
+  await t.rejects(postgresStore({ pool, poolOptions: {} }), { message: /either pool/ })
+  await t.rejects(pgliteStore({ db: {} as never, dataDir: '/tmp/x' }), { message: /either db \(a PGlite instance\) or dataDir/ })
+  await t.rejects(pgliteStore({}), { message: /either db \(a PGlite instance\) or dataDir/ })
+})

@@ -1,0 +1,95 @@
+// Unit tests for lib/conditional.ts (issue 4; RFC 9110 §8.8.3 entity tags, §13.1 the four
+// preconditions, §13.2.2 their order): tag-list parsing, ETag formatting, and the evaluation
+// matrix, including the branches HTTP tests reach only by accident.
+import t from 'tap'
+import { evaluatePreconditions, formatETag, hasPreconditions, parseTagList, readPreconditions } from '../../lib/conditional.js'
+import type { Current, Preconditions } from '../../lib/conditional.js'
+
+const MODIFIED = new Date('2024-05-01T12:00:00.500Z')
+const current: Current = { etag: '"3"', version: 3, modifiedAt: MODIFIED }
+const projected: Current = { etag: '"3.abc"', version: 3, modifiedAt: MODIFIED }
+const at = (iso: string) => new Date(iso)
+
+t.test('parseTagList reads *, single tags, weak tags and lists', async t => {
+  t.equal(parseTagList(undefined, 'If-Match'), undefined)
+  t.equal(parseTagList(' * ', 'If-Match'), '*')
+  t.same(parseTagList('"1"', 'If-Match'), [{ weak: false, opaque: '1' }])
+  t.same(parseTagList('W/"1", "2.x" ,"a,b"', 'If-Match'), [{ weak: true, opaque: '1' }, { weak: false, opaque: '2.x' }, { weak: false, opaque: 'a,b' }])
+  t.same(parseTagList('""', 'If-Match'), [{ weak: false, opaque: '' }])
+})
+
+t.test('parseTagList skips empty list elements and reads an empty list as no tags', async t => {
+  t.same(parseTagList(', "1",, ,"2",', 'If-Match'), [{ weak: false, opaque: '1' }, { weak: false, opaque: '2' }])
+  t.same(parseTagList(' , ', 'If-Match'), [])
+  t.same(parseTagList('', 'If-Match'), [])
+})
+
+for (const header of ['1', '"1', 'W/1', 'w/"1"', '"1" "2"', '"a"b"', '*, "1"', '"\u0001"']) {
+  t.test(`parseTagList refuses ${JSON.stringify(header)} naming the header`, async t => {
+    t.throws(() => parseTagList(header, 'If-None-Match'), { code: 'API_ERR_HEADER_INVALID', statusCode: 400, invalidParams: [{ name: 'If-None-Match' }] })
+  })
+}
+
+t.test('formatETag quotes the version, with the variant after a dot', async t => {
+  t.equal(formatETag(7, ''), '"7"')
+  t.equal(formatETag(7, 'x1f'), '"7.x1f"')
+})
+
+t.test('readPreconditions reads the four headers, joining repeated ones', async t => {
+  const p = readPreconditions({
+    'if-match': ['"1"', '"2"'],
+    'if-none-match': 'W/"3"',
+    'if-modified-since': 'Wed, 01 May 2024 12:00:00 GMT',
+    'if-unmodified-since': 'not a date'
+  })
+  t.same(p, {
+    ifMatch: [{ weak: false, opaque: '1' }, { weak: false, opaque: '2' }],
+    ifNoneMatch: [{ weak: true, opaque: '3' }],
+    ifModifiedSince: at('2024-05-01T12:00:00Z'),
+    ifUnmodifiedSince: undefined
+  })
+  t.notOk(hasPreconditions(readPreconditions({})))
+  for (const name of ['if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since']) {
+    t.ok(hasPreconditions(readPreconditions({ [name]: name.includes('since') ? 'Wed, 01 May 2024 12:00:00 GMT' : '*' })), name)
+  }
+})
+
+const cases: ReadonlyArray<readonly [string, Preconditions, Current | null, boolean, 'proceed' | 'not-modified' | 412]> = [
+  ['no preconditions proceed', {}, current, false, 'proceed'],
+  ['If-Match * on an existing resource proceeds', { ifMatch: '*' }, current, false, 'proceed'],
+  ['If-Match * on a missing resource fails', { ifMatch: '*' }, null, false, 412],
+  ['If-Match of the version proceeds', { ifMatch: [{ weak: false, opaque: '3' }] }, current, false, 'proceed'],
+  ['If-Match of a variant of the version proceeds', { ifMatch: [{ weak: false, opaque: '3.zz' }] }, current, false, 'proceed'],
+  ['If-Match of the full tag proceeds for a projected current', { ifMatch: [{ weak: false, opaque: '3' }] }, projected, false, 'proceed'],
+  ['If-Match of another version fails', { ifMatch: [{ weak: false, opaque: '2' }] }, current, false, 412],
+  ['a weak If-Match fails', { ifMatch: [{ weak: true, opaque: '3' }] }, current, false, 412],
+  ['an If-Match that is no version of ours fails', { ifMatch: [{ weak: false, opaque: 'abc' }, { weak: false, opaque: '03' }, { weak: false, opaque: '' }] }, current, false, 412],
+  ['an empty If-Match list fails', { ifMatch: [] }, current, false, 412],
+  ['If-Unmodified-Since after the change proceeds', { ifUnmodifiedSince: at('2024-05-01T12:00:01Z') }, current, false, 'proceed'],
+  ['If-Unmodified-Since in the same second proceeds', { ifUnmodifiedSince: at('2024-05-01T12:00:00Z') }, current, false, 'proceed'],
+  ['If-Unmodified-Since before the change fails', { ifUnmodifiedSince: at('2024-05-01T11:59:59Z') }, current, false, 412],
+  ['If-Unmodified-Since on a missing resource is ignored', { ifUnmodifiedSince: at('2024-05-01T11:59:59Z') }, null, false, 'proceed'],
+  ['If-Match decides, If-Unmodified-Since is not looked at', { ifMatch: '*', ifUnmodifiedSince: at('2000-01-01T00:00:00Z') }, current, false, 'proceed'],
+  ['If-None-Match of the tag on a safe request is not-modified', { ifNoneMatch: [{ weak: false, opaque: '3' }] }, current, true, 'not-modified'],
+  ['If-None-Match compares weakly', { ifNoneMatch: [{ weak: true, opaque: '3' }] }, current, true, 'not-modified'],
+  ['If-None-Match compares whole representations', { ifNoneMatch: [{ weak: false, opaque: '3' }] }, projected, true, 'proceed'],
+  ['If-None-Match * on a safe request is not-modified', { ifNoneMatch: '*' }, current, true, 'not-modified'],
+  ['If-None-Match * on a write fails', { ifNoneMatch: '*' }, current, false, 412],
+  ['If-None-Match * on a missing resource proceeds', { ifNoneMatch: '*' }, null, false, 'proceed'],
+  ['If-None-Match of another tag proceeds', { ifNoneMatch: [{ weak: false, opaque: '2' }] }, current, true, 'proceed'],
+  ['If-Modified-Since at the change is not-modified', { ifModifiedSince: at('2024-05-01T12:00:00Z') }, current, true, 'not-modified'],
+  ['If-Modified-Since before the change proceeds', { ifModifiedSince: at('2024-05-01T11:59:59Z') }, current, true, 'proceed'],
+  ['If-Modified-Since is ignored on writes', { ifModifiedSince: at('2030-01-01T00:00:00Z') }, current, false, 'proceed'],
+  ['If-Modified-Since is ignored on a missing resource', { ifModifiedSince: at('2030-01-01T00:00:00Z') }, null, true, 'proceed'],
+  ['If-None-Match decides, If-Modified-Since is not looked at', { ifNoneMatch: [{ weak: false, opaque: '9' }], ifModifiedSince: at('2030-01-01T00:00:00Z') }, current, true, 'proceed']
+]
+
+for (const [name, preconditions, resource, safe, expected] of cases) {
+  t.test(name, async t => {
+    if (expected === 412) {
+      t.throws(() => evaluatePreconditions(preconditions, resource, safe), { code: 'API_ERR_PRECONDITION_FAILED', statusCode: 412 })
+    } else {
+      t.equal(evaluatePreconditions(preconditions, resource, safe), expected)
+    }
+  })
+}

@@ -1,0 +1,143 @@
+// Unit tests for evaluating filters on records and for the shared value order
+// (spec "Advanced filtering (`filter`)", "Sorting" 3).
+import t from 'tap'
+import { compilePredicate, sortCompare } from '../../lib/query/filter/evaluate.js'
+import { parseFilter } from '../../lib/query/filter/parser.js'
+
+type Item = Record<string, unknown>
+
+const isItem = (value: unknown): value is Item => typeof value === 'object' && value !== null
+
+/** Own fields directly; a nested object is a many-to-one relation, an array a one-to-many one. */
+function resolve (record: Item, path: readonly string[]): readonly unknown[] {
+  const value = record[path[0]]
+  if (path.length === 1) return [value]
+  if (Array.isArray(value)) return value.filter(isItem).map(related => related[path[1]])
+  return [isItem(value) ? value[path[1]] : null]
+}
+
+const matches = (filter: string, record: Item): boolean => compilePredicate(parseFilter(filter), resolve)(record)
+
+t.test('comparisons', async t => {
+  const record = { n: 5, s: 'abc', b: true, d: '2023-01-31' }
+  const cases: Array<[string, boolean]> = [
+    ['n eq 5', true], ['n eq 5.0', true], ['n eq 6', false], ['n ne 6', true], ['n ne 5', false],
+    ['n gt 4', true], ['n gt 5', false], ['n ge 5', true], ['n ge 6', false],
+    ['n lt 6', true], ['n lt 5', false], ['n le 5', true], ['n le 4', false],
+    ['4 lt n', true],
+    ["s eq 'abc'", true], ["s gt 'abb'", true], ["s lt 'abd'", true], ["s lt 'B'", false], ["s eq 'ABC'", false],
+    ['b eq true', true], ['b gt false', true], ['b lt true', false],
+    ['d lt 2023-02-01', true], ['d eq 2023-01-31', true], ['d gt 2023-01-31', false],
+    ['n eq n', true], ['n lt n', false],
+    // Values of different kinds are never equal.
+    ["n eq '5'", false]
+  ]
+  for (const [filter, expected] of cases) t.equal(matches(filter, record), expected, filter)
+})
+
+t.test('null semantics', async t => {
+  const record = { n: null, v: 3 }
+  const cases: Array<[string, boolean]> = [
+    ['n eq null', true], ['v eq null', false], ['n ne null', false], ['v ne null', true],
+    ['missing eq null', true], ['missing ne null', false],
+    ['n eq 3', false], ['n ne 3', true], ['missing ne 3', true], ['null eq n', true],
+    ['n gt 3', false], ['n ge 3', false], ['n lt 3', false], ['n le 3', false],
+    ['v gt null', false], ['v ge null', false], ['v lt null', false], ['v le null', false],
+    ['n le null', false], ['n ge null', false],
+    ['not (n eq 3)', true],
+    ['n in (1, null)', true], ['n in (1, 2)', false], ['v in (1, 3)', true], ['v in (1, null)', false]
+  ]
+  for (const [filter, expected] of cases) t.equal(matches(filter, record), expected, filter)
+})
+
+t.test('date-times compare as instants', async t => {
+  const record = { at: '2023-01-01T09:00:00Z', bad: 'soon', none: null }
+  const cases: Array<[string, boolean]> = [
+    ['at eq 2023-01-01T11:00:00+02:00', true],
+    ['at eq 2023-01-01T09:00:00.000Z', true],
+    // As strings '2023-01-01T09…' < '2023-01-01T10…', but 10:00+02:00 is 08:00Z.
+    ['at gt 2023-01-01T10:00+02:00', true],
+    ['2023-01-01T10:00+02:00 lt at', true],
+    ['at lt 2023-01-01T10:00+02:00', false],
+    ['at in (2023-01-01T08:00Z, 2023-01-01T04:00-05:00)', true],
+    ['at in (2023-01-01T08:00Z)', false],
+    ['bad eq 2023-01-01T09:00Z', false], ['bad ne 2023-01-01T09:00Z', true], ['bad lt 2023-01-01T09:00Z', false],
+    ['none eq null', true], ['none lt 2023-01-01T09:00Z', false], ['none in (null, 2023-01-01T09:00Z)', true]
+  ]
+  for (const [filter, expected] of cases) t.equal(matches(filter, record), expected, filter)
+})
+
+t.test('logic', async t => {
+  const record = { a: 1, b: 2 }
+  const cases: Array<[string, boolean]> = [
+    ['a eq 1 and b eq 2', true], ['a eq 1 and b eq 3', false], ['a eq 2 and b eq 2', false],
+    ['a eq 1 or b eq 3', true], ['a eq 2 or b eq 2', true], ['a eq 2 or b eq 3', false],
+    ['not (a eq 1)', false], ['not (a eq 2)', true], ['not not (a eq 1)', true],
+    ['a eq 2 or a eq 1 and b eq 2', true], ['(a eq 2 or a eq 1) and b eq 3', false]
+  ]
+  for (const [filter, expected] of cases) t.equal(matches(filter, record), expected, filter)
+})
+
+t.test('functions', async t => {
+  const record = { s: 'Hello World', other: 'World', n: null, num: 5 }
+  const cases: Array<[string, boolean]> = [
+    ["contains(s, 'o W')", true], ["contains(s, 'o w')", false], ["contains(s, '')", true],
+    ["startswith(s, 'Hell')", true], ["startswith(s, 'hell')", false],
+    ["endswith(s, 'World')", true], ["endswith(s, 'Hello')", false],
+    ['endswith(s, other)', true], ["contains('Say World!', other)", true],
+    ["contains(n, 'x')", false], ['contains(s, n)', false], ["contains(num, '5')", false], ['contains(s, num)', false],
+    ['not contains(n, \'x\')', true],
+    ["tolower(s) eq 'hello world'", true], ["toupper(s) eq 'HELLO WORLD'", true], ["tolower(s) eq 'Hello World'", false],
+    ["contains(tolower(s), 'hello')", true], ["'WORLD' eq toupper(other)", true],
+    ["toupper(tolower(s)) eq 'HELLO WORLD'", true],
+    ['tolower(n) eq null', true], ["tolower(n) ne 'x'", true], ['tolower(num) eq null', true],
+    ["tolower(s) in ('x', 'hello world')", true]
+  ]
+  for (const [filter, expected] of cases) t.equal(matches(filter, record), expected, filter)
+})
+
+t.test('relations: any candidate satisfies the comparison', async t => {
+  const book = { author: { name: 'Ann' }, reviews: [{ rating: 1 }, { rating: 5 }] }
+  const orphan = { author: null, reviews: [] }
+  const cases: Array<[string, Item, boolean]> = [
+    ["author/name eq 'Ann'", book, true], ["author/name ne 'Ann'", book, false],
+    ['author/name eq null', orphan, true], ["author/name ne 'Ann'", orphan, true],
+    ['reviews/rating gt 4', book, true], ['reviews/rating lt 1', book, false],
+    ['reviews/rating eq 1 and reviews/rating eq 5', book, true],
+    // Both differ from some review: ANY, not ALL.
+    ['reviews/rating ne 1', book, true],
+    // No related records: nothing satisfies anything, not even `ne` or `eq null`.
+    ['reviews/rating ne 1', orphan, false], ['reviews/rating eq null', orphan, false],
+    ['reviews/rating in (1, 2)', orphan, false], ['not (reviews/rating eq 1)', orphan, true],
+    ["contains(author/name, 'n')", book, true]
+  ]
+  for (const [filter, record, expected] of cases) t.equal(matches(filter, record), expected, `${filter} on ${JSON.stringify(record)}`)
+})
+
+t.test('the predicate is compiled once and reused', async t => {
+  let calls = 0
+  const counting = (record: Item, path: readonly string[]): readonly unknown[] => {
+    calls++
+    return resolve(record, path)
+  }
+  const predicate = compilePredicate(parseFilter('a gt 1 and a lt 4'), counting)
+  t.equal(calls, 0, 'nothing is resolved while compiling')
+  t.strictSame([1, 2, 3, 4].map(a => predicate({ a })), [false, true, true, false])
+})
+
+t.test('sortCompare', async t => {
+  const object = {}
+  // (Array#sort never passes undefined to the comparator, so it is checked on its own below.)
+  const values = [true, 'b', 2, null, 'B', object, false, -1, 'a', 10]
+  t.strictSame([...values].sort(sortCompare), [null, -1, 2, 10, 'B', 'a', 'b', false, true, object])
+  t.equal(sortCompare(null, undefined), 0)
+  t.ok(sortCompare(undefined, -1e9) < 0)
+  t.equal(sortCompare('x', 'x'), 0)
+  t.ok(sortCompare('b', 'a') > 0)
+  t.ok(sortCompare('a', 'b') < 0)
+  t.equal(sortCompare(1.5, 1.5), 0)
+  t.ok(sortCompare(false, true) < 0)
+  t.equal(sortCompare({ a: 1 }, { b: 2 }), 0)
+  t.ok(sortCompare(1, 'a') < 0)
+  t.ok(sortCompare(true, 'a') > 0)
+})
