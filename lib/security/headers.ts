@@ -1,21 +1,37 @@
 // Security and caching headers on every response, errors, 404s, 405s and 304s included (spec
 // "Response headers": Cache-Control, Content-Security-Policy, Strict-Transport-Security,
 // X-Content-Type-Options, X-Frame-Options, Referrer-Policy, Feature-Policy).
-import type { FastifyHelmetOptions } from '@fastify/helmet'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import helmet from 'helmet'
+import type { HelmetOptions } from 'helmet'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { OptionsInvalidError } from '../errors.js'
 import { applyDeprecation, resolveDeprecation } from './deprecation.js'
 import type { DeprecationHeaders, DeprecationOptions } from './deprecation.js'
 
-/** @fastify/helmet: the spec's values; helmet's other defaults (COOP, CORP, …) stay on. */
+/** helmet: the spec's values; helmet's other defaults (COOP, CORP, …) stay on. */
 export const helmetOptions = {
-  global: true,
   // Set below as one prepared string: helmet rebuilds it per request and drops the space after `;`.
   contentSecurityPolicy: false,
   strictTransportSecurity: { maxAge: 31536000, includeSubDomains: true },
   xFrameOptions: { action: 'deny' },
   referrerPolicy: { policy: 'no-referrer' }
-} satisfies FastifyHelmetOptions
+} satisfies HelmetOptions
+
+/**
+ * The headers helmet sets for `helmetOptions`, read once at registration. They depend on the
+ * options only, so a prepared object replaces @fastify/helmet's two async hooks, which rebuild
+ * helmet's middleware from the options on every request (benchmarks/README.md, "Choices").
+ */
+export function helmetHeaders (): Readonly<Record<string, string>> {
+  const headers: Record<string, string> = {}
+  const collector = {
+    setHeader (name: string, value: string) { headers[name.toLowerCase()] = value },
+    removeHeader (name: string) { delete headers[name.toLowerCase()] }
+  }
+  helmet(helmetOptions)({} as IncomingMessage, collector as unknown as ServerResponse, () => {})
+  return headers
+}
 
 // An API uses none of these browser features; Feature-Policy is the older name browsers still read.
 const features = ['accelerometer', 'autoplay', 'camera', 'display-capture', 'encrypted-media', 'fullscreen', 'geolocation',
@@ -72,6 +88,7 @@ export function resolveResourcePolicies (value: unknown, resourceNames: readonly
 
 export function createHeaderHooks (cacheControl: string, apiDeprecation: DeprecationHeaders | undefined) {
   const fixed = {
+    ...helmetHeaders(),
     'content-security-policy': contentSecurityPolicy,
     'cache-control': cacheControl,
     'permissions-policy': permissionsPolicy,

@@ -1,8 +1,7 @@
 // The security edge of the plugin (spec "Request headers", "Response headers", "Authentication",
-// "Limits"): registers helmet, the rate limiter and CORS inside the plugin and orders every hook
+// "Limits"): sets helmet's headers, registers the rate limiter and CORS inside the plugin and orders every hook
 // once (STYLE §3): request id → headers → query length → rate limit → CORS → auth → (route:
 // content type) → Date and audit headers → (route: authorization) → handler.
-import helmet from '@fastify/helmet'
 import cors from '@fastify/cors'
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
 import type { ResolvedOptions } from '../options.js'
@@ -13,7 +12,7 @@ import { checkAuditHeaders, logAuditedWrite } from './audit-headers.js'
 import type { AuditValues } from './audit-headers.js'
 import { corsPluginOptions } from './cors.js'
 import { checkDateHeader } from './date-header.js'
-import { createHeaderHooks, helmetOptions } from './headers.js'
+import { createHeaderHooks } from './headers.js'
 import { queryLengthHook } from './limits.js'
 import { registerRateLimit } from './rate-limit.js'
 import { echoRequestId } from './request-id.js'
@@ -83,7 +82,6 @@ export async function registerSecurity (app: FastifyInstance, options: ResolvedO
   })
 
   app.addHook('onRequest', echoRequestId)
-  await app.register(helmet, helmetOptions)
   const headers = createHeaderHooks(options.cacheControl, options.deprecation)
   app.addHook('onRequest', headers.setFixedHeaders)
   app.addHook('onSend', headers.setRouteHeaders)
