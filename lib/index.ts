@@ -41,7 +41,8 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     ajv: createAjv(),
     allow (pattern, methods) {
       const source = (prefix + pattern).replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+')
-      allowed.set(new RegExp(`^${source}/?$`), methods)
+      // Exact: a trailing slash names no route, so it is a 404, not a 405 that allows the very method.
+      allowed.set(new RegExp(`^${source}$`), methods)
     }
   }
 

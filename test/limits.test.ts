@@ -164,3 +164,41 @@ t.test('createFrameworkErrorHandler can put the problem under errors', async t =
   const res = await app.inject({ url: '/x/%ZZ' })
   t.match(res.json(), { errors: { type: 'https://errors.example/bad-url', status: 400 } })
 })
+
+t.test('an id longer than the router takes is a 404 problem, not a 400 about the URL', async t => {
+  const { buildDemoApp } = await import('../lib/demo/app.js')
+  const { loadConfig } = await import('../lib/demo/config.js')
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
+  t.teardown(() => app.close())
+  const url = `/v1/books/${'x'.repeat(101)}`
+  const res = await app.inject({ url, headers: { authorization: 'Bearer dev-token' } })
+  t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 404, type: 'application/problem+json; charset=utf-8' })
+  t.match(res.json(), { type: '/v1/problems/not-found', status: 404, title: 'Not Found', instance: url })
+})
+
+t.test('a trailing slash after a known path is a 404 problem, not a 405 allowing the same method', async t => {
+  const { buildDemoApp } = await import('../lib/demo/app.js')
+  const { loadConfig } = await import('../lib/demo/config.js')
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
+  t.teardown(() => app.close())
+  for (const url of ['/v1/books/some-id/', '/v1/authors/some-id/books/']) {
+    const res = await app.inject({ url, headers: { authorization: 'Bearer dev-token' } })
+    t.same({ status: res.statusCode, allow: res.headers.allow, type: res.headers['content-type'] }, { status: 404, allow: undefined, type: 'application/problem+json; charset=utf-8' }, url)
+  }
+})
+
+t.test('outside the API the demo answers problems too: 404 for unknown paths, 405 on /health', async t => {
+  const { buildDemoApp } = await import('../lib/demo/app.js')
+  const { loadConfig } = await import('../lib/demo/config.js')
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
+  t.teardown(() => app.close())
+  for (const url of ['/', '/v2/books']) {
+    const res = await app.inject({ url })
+    t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 404, type: 'application/problem+json; charset=utf-8' }, url)
+    t.match(res.json(), { type: '/v1/problems/not-found', status: 404, instance: url })
+  }
+  const post = await app.inject({ method: 'POST', url: '/health' })
+  t.same({ status: post.statusCode, allow: post.headers.allow, type: post.headers['content-type'] }, { status: 405, allow: 'GET, HEAD', type: 'application/problem+json; charset=utf-8' })
+  const head = await app.inject({ method: 'HEAD', url: '/health' })
+  t.equal(head.statusCode, 200)
+})

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto'
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import { Redis } from 'ioredis'
+import { installProblemHandlers } from '../problem.js'
 import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, genReqId, secretTable } from '../index.js'
 import type { ApiConventionsOptions } from '../index.js'
 import { demoResources } from '../../schemas/index.js'
@@ -65,6 +66,9 @@ export async function buildDemoApp (config: DemoConfig, serverOptions: FastifySe
   // A Redis that cannot be reached stops start-up; the store made above is closed first.
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl).catch(async (error: unknown) => { await app.close(); throw error })
   if (redis !== undefined) app.addHook('onClose', async function closeRedis () { await redis.quit() })
+  // Outside /v1 too, errors are problem+json: unknown paths 404, other methods on /health 405.
+  // Installed before /health is added: a route keeps the error handler in force when it is added.
+  installProblemHandlers(app, { errorFormat: 'flat', typeBase: '/v1/problems/', allowedMethods: path => path === '/health' ? ['GET', 'HEAD'] : undefined })
   app.get('/health', function health () { return { status: 'ok' } })
   await app.register(apiConventions, {
     prefix: '/v1',

@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { BadUrlError, OptionsInvalidError, UriTooLongError } from '../errors.js'
+import { BadUrlError, NotFoundError, OptionsInvalidError, UriTooLongError } from '../errors.js'
 import { problemMediaType, problemSlug } from '../problem.js'
 
 export function positiveInteger (value: unknown, name: string): number | undefined {
@@ -55,17 +55,22 @@ export function createClientErrorHandler (options: { readonly prefix?: string, r
 }
 
 /**
- * Fastify's `frameworkErrors` option: a URL that cannot be decoded (`/v1/books/%ZZ`) is answered
- * by Fastify before any plugin runs, so only the host can make it a problem+json 400.
+ * Fastify's `frameworkErrors` option: what the router refuses before any plugin runs, so only the
+ * host can make it problem+json: a URL that cannot be decoded (`/v1/books/%ZZ`) is 400, and a
+ * path parameter longer than `maxParamLength` is 404, since no resource can have such an id.
  * @example
  * const app = Fastify({ frameworkErrors: createFrameworkErrorHandler({ prefix: '/v1' }) })
  */
 export function createFrameworkErrorHandler (options: { readonly prefix?: string, readonly problemTypeBase?: string, readonly errorFormat?: 'flat' | 'envelope' } = {}) {
-  const type = (options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`) + problemSlug('API_ERR_BAD_URL')
+  const typeBase = options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`
   return function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-    const problem = { type, title: STATUS_CODES[400], status: 400, detail: new BadUrlError().message, instance: request.url.split('?', 1)[0] }
+    const path = request.url.split('?', 1)[0]
+    const [status, code, detail] = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? [404, 'API_ERR_NOT_FOUND', new NotFoundError(path).message]
+      : [400, 'API_ERR_BAD_URL', new BadUrlError().message]
+    const problem = { type: typeBase + problemSlug(code), title: STATUS_CODES[status], status, detail, instance: path }
     request.log.info({ err: error }, 'request rejected before routing')
-    reply.code(400).type(problemMediaType).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
+    reply.code(status).type(problemMediaType).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
       .send(JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem))
   }
 }
