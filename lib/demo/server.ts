@@ -8,12 +8,17 @@ import { buildDemoApp } from './app.js'
 // stopped reading say, is closed. Idle keep-alive connections end first, at Fastify's 72 s.
 const timeouts = { requestTimeout: 30_000, connectionTimeout: 75_000 }
 const headersTimeout = 10_000
+const connectionsCheckingInterval = 1000
 
 async function main () {
   const config = loadConfig(process.env)
   const app = await buildDemoApp(config, { logger: { level: process.env.LOG_LEVEL || 'info' }, return503OnClosing: true, ...timeouts })
-  // Node enforces requestTimeout on bodies only while headersTimeout (default 60 s) is not longer.
-  app.server.headersTimeout = headersTimeout
+  // Node enforces requestTimeout on bodies only while headersTimeout (default 60 s) is not longer,
+  // and checks both only every connectionsCheckingInterval (default 30 s, so 10 s became ~33 s).
+  // Node reads these when it starts listening; its types know the interval only as a constructor option.
+  const server = app.server as typeof app.server & { maxHeaderSize?: number, connectionsCheckingInterval: number }
+  server.headersTimeout = headersTimeout
+  server.connectionsCheckingInterval = connectionsCheckingInterval
   let closing = false
   function shutdown (signal: string) {
     if (closing) return
@@ -36,10 +41,10 @@ async function main () {
     throw error
   }
   // The limits in force, read back from the server, for operators (and the slow-client tests).
-  const server = app.server as typeof app.server & { maxHeaderSize?: number }
   app.log.info({
     requestTimeout: server.requestTimeout,
     headersTimeout: server.headersTimeout,
+    connectionsCheckingInterval: server.connectionsCheckingInterval,
     connectionTimeout: server.timeout,
     keepAliveTimeout: server.keepAliveTimeout,
     maxHeaderSize: server.maxHeaderSize,

@@ -1,7 +1,8 @@
 // The security edge of the plugin (spec "Request headers", "Response headers", "Authentication",
 // "Limits"): sets helmet's headers, registers the rate limiter and CORS inside the plugin and orders every hook
-// once (STYLE §3): request id → headers → query length → rate limit → CORS → auth → (route:
-// content type) → Date and audit headers → (route: authorization) → handler.
+// once: request id → headers → CORS → query length → rate limit → auth → (route: content type) →
+// Date and audit headers → (route: authorization) → handler. CORS precedes STYLE §3's place so
+// that every refusal after it is readable by the browser that asked.
 import cors from '@fastify/cors'
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
 import type { ResolvedOptions } from '../options.js'
@@ -85,6 +86,10 @@ export async function registerSecurity (app: FastifyInstance, options: ResolvedO
   const headers = createHeaderHooks(options.cacheControl, options.deprecation)
   app.addHook('onRequest', headers.setFixedHeaders)
   app.addHook('onSend', headers.setRouteHeaders)
+  // CORS comes before the refusals that follow (414, 429, 401) so that they carry
+  // Access-Control-Allow-Origin: without it a browser hides the whole answer, Retry-After included.
+  // Preflights are answered inside this hook, so they never reach the rate limit or authentication.
+  await app.register(cors, corsPluginOptions(options.cors, options.auth?.apiKey !== undefined))
   app.addHook('onRequest', queryLengthHook(options.maxQueryLength))
 
   if (options.rateLimit !== null) {
@@ -95,8 +100,6 @@ export async function registerSecurity (app: FastifyInstance, options: ResolvedO
     app.addHook('onRequest', await registerRateLimit(app, options.rateLimit, keyOf))
   }
 
-  // Preflights are answered inside this hook, so they never reach authentication.
-  await app.register(cors, corsPluginOptions(options.cors, options.auth?.apiKey !== undefined))
   if (authenticator !== null) app.addHook('onRequest', authenticator.requireAuthentication)
 
   // preParsing runs after every onRequest hook, the routes' 415 check included.

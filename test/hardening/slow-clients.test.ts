@@ -104,7 +104,7 @@ t.test('the started demo', async t => {
   const port = Number(new URL(url).port)
 
   t.test('reports the limits it runs with', async t => {
-    t.match(limits, { requestTimeout: 30000, headersTimeout: 10000, connectionTimeout: 75000, keepAliveTimeout: 72000, maxHeaderSize: 65536, bodyLimit: 1048576 })
+    t.match(limits, { requestTimeout: 30000, headersTimeout: 10000, connectionsCheckingInterval: 1000, connectionTimeout: 75000, keepAliveTimeout: 72000, maxHeaderSize: 65536, bodyLimit: 1048576 })
   })
 
   t.test('headers over 64 KB: 431 problem+json before the header block even ends', async t => {
@@ -135,6 +135,15 @@ t.test('the started demo', async t => {
     const res = parse(exchange.received)
     t.match(res, { status: 413, headers: { 'content-type': /^application\/problem\+json/ }, body: { status: 413, type: '/v1/problems/body-too-large' } })
     t.ok(exchange.sentWhenAnswered > 1_048_576 && exchange.sentWhenAnswered < 8_000_000, `answered after ${exchange.sentWhenAnswered} bytes, with the body unfinished`)
+  })
+
+  t.test('headers sent one byte every 500 ms are cut off by the demo\'s own 10 s limit, not Node\'s 30 s check', async t => {
+    const slow = await converse(port, async (socket, state) => {
+      await dribble(socket, state, `GET /v1/authors HTTP/1.1\r\nHost: x\r\n${auth}X-Slow: ${'s'.repeat(100)}\r\n\r\n`, 500)
+    })
+    // headersTimeout 10 s, checked every second: closed between 10 and 10 + 1 s (+ slack for a busy machine).
+    t.ok(slow.closedAfter >= 9_500 && slow.closedAfter < 13_000, `closed after ${slow.closedAfter} ms`)
+    t.match(parse(slow.received), { status: 408, body: { status: 408, type: '/v1/problems/request-timeout' } })
   })
 
   t.test('a query string over 4096 characters: 414 problem+json; a request line over 64 KB: 431', async t => {
