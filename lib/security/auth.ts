@@ -153,8 +153,8 @@ function authorizationCount (rawHeaders: readonly string[]): number {
 export function createAuthenticator (auth: ResolvedAuth) {
   const seen = new WeakMap<FastifyRequest, Promise<Authentication>>()
 
-  function verified (principal: unknown, key: string, name: string, reason: string): Authentication {
-    if (principal === null || principal === undefined || principal === false) return refused('invalid_token', name, reason)
+  function verified (principal: unknown, key: string, name: string, reason: string, challenge: ChallengeKind = 'invalid_token'): Authentication {
+    if (principal === null || principal === undefined || principal === false) return refused(challenge, name, reason)
     return { kind: 'authenticated', principal, key: auth.principalKey(principal, key) }
   }
 
@@ -184,7 +184,8 @@ export function createAuthenticator (auth: ResolvedAuth) {
     const key = request.headers['x-api-key']
     if (key !== undefined && auth.apiKey !== undefined) {
       if (typeof key !== 'string' || !apiKeyPattern.test(key)) return refused('none', 'x-api-key', 'must be sent once, as visible ASCII characters')
-      return verified(auth.apiKey(key), key, 'x-api-key', 'the key is not valid')
+      // No Bearer token was sent, so the challenge carries no error code (RFC 6750 §3).
+      return verified(auth.apiKey(key), key, 'x-api-key', 'the key is not valid', 'none')
     }
     return { kind: 'anonymous' }
   }
