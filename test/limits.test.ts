@@ -153,6 +153,7 @@ t.test('a URL that cannot be decoded is a 400 problem when the host uses createF
   const res = await app.inject({ url: '/v1/books/%ZZ', headers: { authorization: 'Bearer dev-token' } })
   t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 400, type: 'application/problem+json; charset=utf-8' })
   t.match(res.json(), { type: '/v1/problems/bad-url', status: 400, title: 'Bad Request', instance: '/v1/books/%ZZ' })
+  t.match(res.headers, { 'strict-transport-security': /max-age/, 'x-frame-options': 'DENY', 'permissions-policy': /camera=\(\)/, 'request-id': /./ }, 'the router\'s refusal carries the security headers')
 })
 
 t.test('createFrameworkErrorHandler can put the problem under errors', async t => {
@@ -201,4 +202,18 @@ t.test('outside the API the demo answers problems too: 404 for unknown paths, 40
   t.same({ status: post.statusCode, allow: post.headers.allow, type: post.headers['content-type'] }, { status: 405, allow: 'GET, HEAD', type: 'application/problem+json; charset=utf-8' })
   const head = await app.inject({ method: 'HEAD', url: '/health' })
   t.equal(head.statusCode, 200)
+  for (const res of [post, head, await app.inject({ url: '/nope' })]) {
+    t.match(res.headers, { 'strict-transport-security': /max-age/, 'x-frame-options': 'DENY', 'content-security-policy': /default-src 'none'/, 'request-id': /./ })
+  }
+})
+
+t.test('/health checks Origin like the API: a disallowed one is 403, an allowed one passes', async t => {
+  const { buildDemoApp } = await import('../lib/demo/app.js')
+  const { loadConfig } = await import('../lib/demo/config.js')
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
+  t.teardown(() => app.close())
+  const evil = await app.inject({ url: '/health', headers: { origin: 'https://evil.example' } })
+  t.same({ status: evil.statusCode, type: evil.headers['content-type'] }, { status: 403, type: 'application/problem+json; charset=utf-8' })
+  t.match(evil.json(), { status: 403, type: '/v1/problems/forbidden' })
+  t.equal((await app.inject({ url: '/health', headers: { origin: 'http://localhost:8080' } })).statusCode, 200)
 })

@@ -5,7 +5,9 @@ import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import { Redis } from 'ioredis'
 import { installProblemHandlers } from '../problem.js'
-import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, genReqId, secretTable } from '../index.js'
+import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, errors, genReqId, secretTable } from '../index.js'
+import { securityHeaders } from '../security/headers.js'
+import { echoRequestId } from '../security/request-id.js'
 import type { ApiConventionsOptions } from '../index.js'
 import { demoResources } from '../../schemas/index.js'
 import { ConfigError } from './config.js'
@@ -40,6 +42,30 @@ export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<Ap
   }
 }
 
+/**
+ * /health and every path outside /v1 get what the plugin gives its own routes: the security
+ * headers, a Request-Id, the Origin check (403), and problem+json errors (unknown paths 404, other
+ * methods on /health 405). A scope of its own, so none of it runs twice on the API's routes.
+ */
+function outsideTheApi (allowedOrigins: readonly string[]) {
+  const allowed = new Set(allowedOrigins)
+  const headers = securityHeaders()
+  return async function outsideApi (scope: FastifyInstance) {
+    scope.addHook('onRequest', function guardOutsideApi (request, reply, done) {
+      reply.headers(headers)
+      echoRequestId(request, reply, noop)
+      const origin = request.headers.origin
+      if (origin !== undefined && !allowed.has(origin)) return done(new errors.ForbiddenError('The Origin of this request is not allowed.'))
+      done()
+    })
+    // Before /health is added: a route keeps the error handler in force when it is added.
+    installProblemHandlers(scope, { errorFormat: 'flat', typeBase: '/v1/problems/', allowedMethods: path => path === '/health' ? ['GET', 'HEAD'] : undefined })
+    scope.get('/health', function health () { return { status: 'ok' } })
+  }
+}
+
+const noop = () => {}
+
 /** The Redis client for shared rate-limit counters, connected now so a bad REDIS_URL stops start-up. */
 async function connectRedis (url: string): Promise<Redis> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 })
@@ -66,10 +92,7 @@ export async function buildDemoApp (config: DemoConfig, serverOptions: FastifySe
   // A Redis that cannot be reached stops start-up; the store made above is closed first.
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl).catch(async (error: unknown) => { await app.close(); throw error })
   if (redis !== undefined) app.addHook('onClose', async function closeRedis () { await redis.quit() })
-  // Outside /v1 too, errors are problem+json: unknown paths 404, other methods on /health 405.
-  // Installed before /health is added: a route keeps the error handler in force when it is added.
-  installProblemHandlers(app, { errorFormat: 'flat', typeBase: '/v1/problems/', allowedMethods: path => path === '/health' ? ['GET', 'HEAD'] : undefined })
-  app.get('/health', function health () { return { status: 'ok' } })
+  await app.register(outsideTheApi(config.allowedOrigins))
   await app.register(apiConventions, {
     prefix: '/v1',
     resources: demoResources(store),

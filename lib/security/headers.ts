@@ -86,14 +86,23 @@ export function resolveResourcePolicies (value: unknown, resourceNames: readonly
   return policies
 }
 
-export function createHeaderHooks (cacheControl: string, apiDeprecation: DeprecationHeaders | undefined) {
-  const fixed = {
+/**
+ * The headers every response carries whatever its route or outcome: helmet's, the CSP, Cache-Control
+ * and the feature policies. Also for answers made outside the plugin's routes (socket and router
+ * errors, a host's own routes), so that none goes without them.
+ */
+export function securityHeaders (cacheControl = 'no-store'): Readonly<Record<string, string>> {
+  return Object.freeze({
     ...helmetHeaders(),
     'content-security-policy': contentSecurityPolicy,
     'cache-control': cacheControl,
     'permissions-policy': permissionsPolicy,
     'feature-policy': featurePolicy
-  }
+  })
+}
+
+export function createHeaderHooks (cacheControl: string, apiDeprecation: DeprecationHeaders | undefined) {
+  const fixed = securityHeaders(cacheControl)
 
   /** onRequest, before anything can fail: the headers that do not depend on the outcome. */
   function setFixedHeaders (_request: FastifyRequest, reply: FastifyReply, done: () => void) {

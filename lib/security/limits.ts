@@ -1,11 +1,16 @@
 // Request limits answered as problem+json where the server can still answer: query string
 // length → 414, body size → 413 (Fastify's bodyLimit, per route), handler time → 503 (Fastify's
 // handlerTimeout, per route), and, at the socket, header size → 431 and slow requests → 408.
+import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { BadUrlError, NotFoundError, OptionsInvalidError, UriTooLongError } from '../errors.js'
 import { problemMediaType, problemSlug } from '../problem.js'
+import { securityHeaders } from './headers.js'
+import { echoRequestId } from './request-id.js'
+
+const noop = () => {}
 
 export function positiveInteger (value: unknown, name: string): number | undefined {
   if (value === undefined) return undefined
@@ -35,13 +40,14 @@ const socketErrors: Readonly<Record<string, readonly [number, string, string]>> 
  */
 export function createClientErrorHandler (options: { readonly prefix?: string, readonly problemTypeBase?: string, readonly errorFormat?: 'flat' | 'envelope' } = {}) {
   const typeBase = options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`
+  const security = Object.entries(securityHeaders()).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   const responses = new Map<string, readonly [string, string]>()
   for (const [key, [status, code, detail]] of [...Object.entries(socketErrors), ['other', [400, 'API_ERR_BODY_MALFORMED', 'The request is not valid HTTP.']] as const]) {
     const problem = { type: typeBase + problemSlug(code), title: STATUS_CODES[status], status, detail }
     const body = JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem)
     responses.set(key, [
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${problemMediaType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nContent-Security-Policy: default-src \'none\'; frame-ancestors \'none\'\r\nConnection: close\r\nDate: ',
+        `${security}Connection: close\r\nRequest-Id: `,
       `\r\n\r\n${body}`
     ])
   }
@@ -49,7 +55,8 @@ export function createClientErrorHandler (options: { readonly prefix?: string, r
     // A reset connection has no one left to answer (Node's own handler does the same).
     if (error.code === 'ECONNRESET' || socket.destroyed) return
     const [head, tail] = responses.get(error.code ?? '') ?? responses.get('other') as readonly [string, string]
-    if (socket.writable) socket.write(head + new Date().toUTCString() + tail)
+    // Nothing was parsed, so there is no X-Request-Id to echo: a fresh id still names the answer.
+    if (socket.writable) socket.write(`${head}${randomUUID()}\r\nDate: ${new Date().toUTCString()}${tail}`)
     socket.destroy(error)
   }
 }
@@ -63,6 +70,7 @@ export function createClientErrorHandler (options: { readonly prefix?: string, r
  */
 export function createFrameworkErrorHandler (options: { readonly prefix?: string, readonly problemTypeBase?: string, readonly errorFormat?: 'flat' | 'envelope' } = {}) {
   const typeBase = options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`
+  const security = securityHeaders()
   return function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const path = request.url.split('?', 1)[0]
     const [status, code, detail] = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
@@ -70,7 +78,8 @@ export function createFrameworkErrorHandler (options: { readonly prefix?: string
       : [400, 'API_ERR_BAD_URL', new BadUrlError().message]
     const problem = { type: typeBase + problemSlug(code), title: STATUS_CODES[status], status, detail, instance: path }
     request.log.info({ err: error }, 'request rejected before routing')
-    reply.code(status).type(problemMediaType).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
+    echoRequestId(request, reply, noop)
+    reply.code(status).type(problemMediaType).headers(security)
       .send(JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem))
   }
 }

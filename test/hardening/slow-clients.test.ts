@@ -115,6 +115,8 @@ t.test('the started demo', async t => {
     })
     const res = parse(exchange.received)
     t.match(res, { status: 431, headers: { 'content-type': /^application\/problem\+json/ }, body: { status: 431, type: '/v1/problems/headers-too-large' } })
+    // Answered at the socket, outside every route, yet with the same security headers and a Request-Id.
+    t.match(res.headers, { 'strict-transport-security': 'max-age=31536000; includeSubDomains', 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer', 'content-security-policy': "default-src 'none'; frame-ancestors 'none'", 'request-id': /^[0-9a-f-]{36}$/ })
     t.ok(exchange.sentWhenAnswered > 65536 && exchange.sentWhenAnswered < 8_000_000, `answered after ${exchange.sentWhenAnswered} bytes, with the header block unfinished`)
   })
 
