@@ -8,8 +8,8 @@ import { buildRegistry } from './registry/index.js'
 import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema } from './registry/derive.js'
 import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
-import { BodyMalformedError } from './errors.js'
-import { createAjv } from './validation.js'
+import { BodyInvalidError, BodyMalformedError, withInvalidParams } from './errors.js'
+import { createAjv, loneSurrogateParam } from './validation.js'
 import { createCursorCodec } from './query/cursor.js'
 import { registerCollectionRoutes } from './routes/collection.js'
 import { registerItemRoutes } from './routes/item.js'
@@ -47,7 +47,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   }
 
   // Bodies: JSON parsed safely (prototype poisoning is a 400, not a polluted object) from strict
-  // UTF-8 (RFC 8259 §8.1): invalid bytes are a 400, never stored as U+FFFD.
+  // UTF-8 (RFC 8259 §8.1): invalid bytes, and escaped lone surrogates, are a 400, never stored as U+FFFD.
   app.removeAllContentTypeParsers()
   const parseJson = app.getDefaultJsonParser('error', 'error')
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -58,7 +58,11 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     } catch {
       return done(new BodyMalformedError('it is not valid UTF-8'), undefined)
     }
-    parseJson(request, text, done)
+    parseJson(request, text, function checkWellFormed (error, parsed) {
+      if (error !== null) return done(error, undefined)
+      const illFormed = loneSurrogateParam(text, parsed)
+      done(illFormed === undefined ? null : withInvalidParams(new BodyInvalidError(), [illFormed]), illFormed === undefined ? parsed : undefined)
+    })
   })
   // XML, form and multipart bodies, and XML responses when Accept asks for them (issue 8).
   const formats = installFormats(app, models)

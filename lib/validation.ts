@@ -45,3 +45,30 @@ export function toInvalidParams (errors: readonly ErrorObject[]): InvalidParam[]
 }
 
 export type { ValidateFunction }
+
+// A \uD800–\uDFFF escape in JSON text is the only way a lone surrogate reaches us (strict UTF-8
+// decoding refuses the raw bytes), so bodies without one skip the walk.
+const surrogateEscape = /\\u[dD][89a-fA-F]/
+// In Unicode mode a valid pair is one code point, so only a lone surrogate is in category Cs.
+const loneSurrogate = /\p{Cs}/u
+
+/**
+ * The first string in a parsed JSON body that is not well-formed Unicode (a lone surrogate), as an
+ * invalid param. No store can keep such a string faithfully: PostgreSQL would store U+FFFD.
+ */
+export function loneSurrogateParam (text: string, body: unknown): InvalidParam | undefined {
+  if (!surrogateEscape.test(text)) return undefined
+  const path = findIllFormed(body, [])
+  return path === undefined ? undefined : { name: path.join('.') || '(body)', reason: 'contains a lone surrogate (\\uD800–\\uDFFF), which is not Unicode text' }
+}
+
+function findIllFormed (value: unknown, path: string[]): string[] | undefined {
+  if (typeof value === 'string') return loneSurrogate.test(value) ? path : undefined
+  if (typeof value !== 'object' || value === null) return undefined
+  for (const [key, member] of Object.entries(value)) {
+    if (loneSurrogate.test(key)) return [...path, key]
+    const found = findIllFormed(member, [...path, key])
+    if (found !== undefined) return found
+  }
+  return undefined
+}

@@ -49,6 +49,18 @@ t.test('a schema violation answers 400 with one invalidParams entry per field', 
   })
 })
 
+t.test('an escaped lone surrogate in a JSON body is a 400 naming the field, never stored as U+FFFD', async t => {
+  const app = await buildApp(t)
+  for (const [payload, name] of [['{"title":"a\\ud800","authorId":"x"}', 'title'], ['{"title":"ok","authorId":"\\udc00"}', 'authorId'], ['{"title":"x","\\ud83d":1}', '\ud83d']]) {
+    const res = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload })
+    t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 400, type: PROBLEM }, payload)
+    t.match(res.json(), { type: '/v1/problems/body-invalid', invalidParams: [{ name, reason: /lone surrogate/ }] })
+  }
+  // A proper pair, escaped or not, is text: the request goes on to the schema and the store.
+  const pair = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: '{"title":"\\ud83d\\ude00 😀"}' })
+  t.match(pair.json(), { status: 400, invalidParams: [{ name: 'authorId', reason: 'is required' }] })
+})
+
 t.test('a body that is not an object answers 400 naming the body', async t => {
   const app = await buildApp(t)
   for (const payload of ['[]', '"text"', 'null', '3']) {
