@@ -28,6 +28,8 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
 
   const allowed = new Map<RegExp, readonly string[]>()
+  // The same methods by route URL (`/v1/books/:id`), for CORS preflights to the matched route.
+  const methodsByRoute = new Map<string, readonly string[]>()
   const context: RouteContext = {
     options,
     envelope: {
@@ -43,6 +45,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
       const source = (prefix + pattern).replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+')
       // Exact: a trailing slash names no route, so it is a 404, not a 405 that allows the very method.
       allowed.set(new RegExp(`^${source}$`), methods)
+      methodsByRoute.set(prefix + pattern, methods)
     }
   }
 
@@ -78,7 +81,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     }
   })
   // Security hooks in STYLE §3's order, ahead of every route and of the hooks added below.
-  await registerSecurity(app, options, models)
+  await registerSecurity(app, options, models, url => methodsByRoute.get(url))
   app.addHook('onRequest', createAcceptCheck(formats))
   // Before the resource routes, or they go undocumented; after the error handler, which routes capture when added.
   await registerOpenApi(app, options, models, schemaOptionsFor(context))

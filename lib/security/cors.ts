@@ -46,16 +46,28 @@ function isOrigin (text: string): boolean {
 export const exposedHeaders = ['ETag', 'Location', 'Request-Id', 'Retry-After', 'Link', 'Allow', 'WWW-Authenticate',
   'Deprecation', 'Sunset', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']
 
-const methods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+/** The methods a route URL allows, as its Allow header lists them; undefined for routes that are not the plugin's resources. */
+export type MethodsOf = (routeUrl: string) => readonly string[] | undefined
+
+// Routes without a list of their own (openapi.json, docs, problem pages) are read-only.
+const readMethods = ['GET', 'HEAD', 'OPTIONS']
 
 /** The @fastify/cors registration: one decision per request, from options prepared here. */
-export function corsPluginOptions (cors: ResolvedCors, apiKeys: boolean): FastifyCorsOptions {
+export function corsPluginOptions (cors: ResolvedCors, apiKeys: boolean, methodsOf: MethodsOf): FastifyCorsOptions {
   const allowed = new Set(cors.origins)
   const allowedHeaders = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since',
     'If-Unmodified-Since', 'X-Request-Id', ...auditHeaderNames, ...(apiKeys ? ['x-api-key'] : [])]
-  const common = { origin: cors.origins as string[], methods, allowedHeaders, exposedHeaders, maxAge: cors.maxAge, strictPreflight: false }
+  const common = { origin: cors.origins as string[], allowedHeaders, exposedHeaders, maxAge: cors.maxAge, strictPreflight: false }
   // Only OPTIONS with Access-Control-Request-Method is a preflight; any other OPTIONS is QUERY CAPABILITIES.
-  const preflight: FastifyCorsOptions = { ...common, preflight: true }
+  // A preflight lists the methods of the route it asks about, as that route's Allow does; one options object per list.
+  const preflights = new Map<string, FastifyCorsOptions>()
+  function preflightFor (routeUrl: string): FastifyCorsOptions {
+    const methods = methodsOf(routeUrl) ?? readMethods
+    const key = methods.join()
+    let options = preflights.get(key)
+    if (options === undefined) preflights.set(key, options = { ...common, methods: [...methods], preflight: true })
+    return options
+  }
   const actual: FastifyCorsOptions = { ...common, preflight: false }
   const none: FastifyCorsOptions = { origin: false }
   return {
@@ -66,7 +78,7 @@ export function corsPluginOptions (cors: ResolvedCors, apiKeys: boolean): Fastif
       if (!allowed.has(origin)) {
         return callback(withInvalidParams(new ForbiddenError('The Origin of this request is not allowed.'), [{ name: 'Origin', reason: 'is not on the list of allowed origins' }]))
       }
-      callback(null, request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined ? preflight : actual)
+      callback(null, request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined ? preflightFor(request.routeOptions.url ?? '') : actual)
     }
   }
 }

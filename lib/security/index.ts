@@ -12,6 +12,7 @@ import type { AuthorizedOperation } from './auth.js'
 import { checkAuditHeaders, logAuditedWrite } from './audit-headers.js'
 import type { AuditValues } from './audit-headers.js'
 import { corsPluginOptions } from './cors.js'
+import type { MethodsOf } from './cors.js'
 import { checkDateHeader } from './date-header.js'
 import { createHeaderHooks } from './headers.js'
 import { queryLengthHook } from './limits.js'
@@ -64,7 +65,8 @@ function resourceRoutes (models: readonly ResourceModel[]) {
 
 const asArray = <T>(value: T | T[] | undefined): T[] => value === undefined ? [] : Array.isArray(value) ? value : [value]
 
-export async function registerSecurity (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[]) {
+/** `methodsOf`: the methods a route URL allows (filled as routes are added, read per preflight). */
+export async function registerSecurity (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], methodsOf: MethodsOf) {
   app.decorateRequest('principal', null)
   app.decorateRequest('audit', null)
   const authenticator = options.auth === null ? null : createAuthenticator(options.auth)
@@ -89,7 +91,7 @@ export async function registerSecurity (app: FastifyInstance, options: ResolvedO
   // CORS comes before the refusals that follow (414, 429, 401) so that they carry
   // Access-Control-Allow-Origin: without it a browser hides the whole answer, Retry-After included.
   // Preflights are answered inside this hook, so they never reach the rate limit or authentication.
-  await app.register(cors, corsPluginOptions(options.cors, options.auth?.apiKey !== undefined))
+  await app.register(cors, corsPluginOptions(options.cors, options.auth?.apiKey !== undefined, methodsOf))
   app.addHook('onRequest', queryLengthHook(options.maxQueryLength))
 
   if (options.rateLimit !== null) {
