@@ -1,6 +1,8 @@
 // Conditional requests (spec "Request headers": If-Match / If-None-Match; "Errors" 4, 5, 7):
 // ETags from the stored version, and RFC 9110 §13.2.2 evaluation of the preconditions.
+import { createHash } from 'node:crypto'
 import { HeaderInvalidError, PreconditionFailedError, withInvalidParams } from './errors.js'
+import { parseRequestDate } from './security/date-header.js'
 
 /** A parsed If-Match / If-None-Match: `*`, or the listed entity tags. */
 export type TagList = '*' | ReadonlyArray<{ readonly weak: boolean, readonly opaque: string }>
@@ -26,25 +28,39 @@ export function parseTagList (header: string | undefined, name: string): TagList
 /**
  * The ETag of one representation of a stored version: `"7"` for the full JSON resource, `"7.x1f"`
  * for a variant (projected fields, embedded relations, another format). RFC 9110 §8.8.3 wants
- * strong validators to differ per representation; writes compare only the version part, so an
- * ETag from any representation of the current version satisfies If-Match (issue 4, point 6).
+ * strong validators to differ per representation; If-Match accepts the tag of any representation
+ * of the current version (issue 4, point 6), and only tags of this shape.
  */
 export function formatETag (version: number, variant: string): string {
   return variant === '' ? `"${version}"` : `"${version}.${variant}"`
 }
 
-function versionOf (opaque: string): number | undefined {
-  const dot = opaque.indexOf('.')
-  const digits = dot === -1 ? opaque : opaque.slice(0, dot)
-  return /^[1-9][0-9]{0,15}$/.test(digits) ? Number(digits) : undefined
+const variantLength = 12
+const variantPattern = new RegExp(`^[A-Za-z0-9_-]{${variantLength}}$`)
+
+/** A short, stable tag for a representation variant: base64url of its SHA-256, cut to `variantLength`. */
+export function variantTag (text: string): string {
+  return text === '' ? '' : createHash('sha256').update(text).digest('base64url').slice(0, variantLength)
 }
 
-export interface Current {
-  /** The strong ETag of the representation a GET would send. */
-  readonly etag: string
-  readonly version: number
-  readonly modifiedAt: Date
+/** Whether `opaque` is a tag formatETag gives some representation of `version`: `7`, or `7.` and a variant tag. */
+function isTagOf (opaque: string, version: number): boolean {
+  const bare = String(version)
+  if (opaque === bare) return true
+  return opaque.startsWith(`${bare}.`) && variantPattern.test(opaque.slice(bare.length + 1))
 }
+
+/** The selected representation's validators; a collection has none (README "Conditional requests"). */
+export interface Current {
+  /** The strong ETag of the representation a GET would send, if it has one. */
+  readonly etag: string | null
+  /** The stored version: If-Match accepts the tag of any of its representations. */
+  readonly version: number | null
+  readonly modifiedAt: Date | null
+}
+
+/** An existing resource without validators: only `*` can match it (RFC 9110 §13.1.1, §13.1.2). */
+export const unversioned: Current = Object.freeze({ etag: null, version: null, modifiedAt: null })
 
 export interface Preconditions {
   readonly ifMatch?: TagList
@@ -53,7 +69,7 @@ export interface Preconditions {
   readonly ifUnmodifiedSince?: Date
 }
 
-/** Reads the four conditional headers; malformed ones are 400, dates that do not parse are ignored (RFC 9110 §13.1.3, §13.1.4). */
+/** Reads the four conditional headers; malformed tag lists are 400, values that are no HTTP-date are ignored (RFC 9110 §13.1.3, §13.1.4). */
 export function readPreconditions (headers: Record<string, string | string[] | undefined>): Preconditions {
   const text = (name: string) => {
     const value = headers[name]
@@ -67,10 +83,18 @@ export function readPreconditions (headers: Record<string, string | string[] | u
   }
 }
 
+// RFC 9110 §5.6.7: HTTP-date is IMF-fixdate or the obsolete rfc850-date or asctime-date, all
+// case-sensitive. This checks the shape; parseRequestDate, which also reads the wider RFC 5322
+// forms a Date header may take, checks the names and the calendar.
+const httpDateForms = [
+  /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/, // IMF-fixdate
+  /^[A-Z][a-z]{5,8}, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT$/, // rfc850-date
+  /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/ // asctime-date
+]
+
 function httpDate (text: string | undefined): Date | undefined {
-  if (text === undefined) return undefined
-  const time = Date.parse(text)
-  return Number.isNaN(time) ? undefined : new Date(time)
+  if (text === undefined || !httpDateForms.some(form => form.test(text))) return undefined
+  return parseRequestDate(text) ?? undefined
 }
 
 export const hasPreconditions = (p: Preconditions) =>
@@ -84,25 +108,27 @@ const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
  * Returns 'not-modified' for a safe request that should get 304; throws 412 when a condition fails.
  */
 export function evaluatePreconditions (p: Preconditions, current: Current | null, safe: boolean): 'proceed' | 'not-modified' {
-  // Step 1: If-Match uses the strong comparison, on the version (any representation of it).
+  const modifiedAt = current?.modifiedAt ?? null
+  // Step 1: If-Match uses the strong comparison, against the tags issued for the current version.
   if (p.ifMatch !== undefined) {
-    const matches = current !== null && (p.ifMatch === '*' || p.ifMatch.some(tag => !tag.weak && versionOf(tag.opaque) === current.version))
+    const version = current?.version ?? null
+    const matches = current !== null && (p.ifMatch === '*' || (version !== null && p.ifMatch.some(tag => !tag.weak && isTagOf(tag.opaque, version))))
     if (!matches) throw new PreconditionFailedError('If-Match does not match the current version of the resource; fetch it again and retry.')
-  } else if (p.ifUnmodifiedSince !== undefined && current !== null) {
+  } else if (p.ifUnmodifiedSince !== undefined && modifiedAt !== null) {
     // Step 2.
-    if (seconds(current.modifiedAt) > seconds(p.ifUnmodifiedSince)) throw new PreconditionFailedError('The resource was modified after If-Unmodified-Since.')
+    if (seconds(modifiedAt) > seconds(p.ifUnmodifiedSince)) throw new PreconditionFailedError('The resource was modified after If-Unmodified-Since.')
   }
   // Step 3: If-None-Match uses the weak comparison, on the exact representation.
   if (p.ifNoneMatch !== undefined) {
-    const opaque = current?.etag.slice(1, -1)
+    const opaque = current?.etag?.slice(1, -1)
     const matches = current !== null && (p.ifNoneMatch === '*' || p.ifNoneMatch.some(tag => tag.opaque === opaque))
     if (matches) {
       if (safe) return 'not-modified'
       throw new PreconditionFailedError('If-None-Match matches the current resource.')
     }
-  } else if (safe && p.ifModifiedSince !== undefined && current !== null) {
+  } else if (safe && p.ifModifiedSince !== undefined && modifiedAt !== null) {
     // Step 4.
-    if (seconds(current.modifiedAt) <= seconds(p.ifModifiedSince)) return 'not-modified'
+    if (seconds(modifiedAt) <= seconds(p.ifModifiedSince)) return 'not-modified'
   }
   return 'proceed'
 }

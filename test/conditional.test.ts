@@ -329,3 +329,115 @@ t.test('a 304 writes nothing and a later GET still answers the same version', as
   await app.inject({ url, headers: { 'if-none-match': '"1"' } })
   t.same(await readBack(app, url), before)
 })
+
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
+const ifMatchFailed = (url: string) => ({
+  type: '/v1/problems/precondition-failed',
+  title: 'Precondition Failed',
+  status: 412,
+  detail: 'If-Match does not match the current version of the resource; fetch it again and retry.',
+  instance: url
+})
+
+// Issue 4, points 3 and 6: If-Match compares strongly against the tags the server issues for
+// the current version, `"1"` or `"1.<variant>"`, and nothing else (RFC 9110 §8.8.3.2).
+for (const method of writes) {
+  for (const tag of ['"1.garbage"', '"1."', '"1.a.b"', '"01"']) {
+    t.test(`${method} with If-Match ${tag}, which the server never issued, answers a 412 problem and writes nothing`, async t => {
+      const { app, url, book } = await oneBook(t)
+      const before = await readBack(app, url)
+      const res = await app.inject(write(method, url, book, { 'if-match': tag }))
+      t.same({ status: res.statusCode, type: res.headers['content-type'], etag: res.headers.etag }, { status: 412, type: PROBLEM_TYPE, etag: undefined })
+      t.same(res.json(), ifMatchFailed(url))
+      t.same(await readBack(app, url), before)
+    })
+  }
+}
+
+t.test('If-Match with the tag of a projected GET plus a character answers 412', async t => {
+  const { app, url } = await oneBook(t)
+  const projected = (await app.inject({ url: `${url}?fields=title` })).headers.etag as string
+  const before = await readBack(app, url)
+  const res = await app.inject({ method: 'PATCH', url, headers: { ...json, 'if-match': `${projected.slice(0, -1)}x"` }, payload: { year: 3 } })
+  t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 412, type: PROBLEM_TYPE })
+  t.same(res.json(), ifMatchFailed(url))
+  t.same(await readBack(app, url), before)
+})
+
+t.test('If-Match with the weak form of a projected GET\'s tag never matches: 412', async t => {
+  const { app, url } = await oneBook(t)
+  const projected = (await app.inject({ url: `${url}?fields=title` })).headers.etag as string
+  const before = await readBack(app, url)
+  const res = await app.inject({ method: 'PATCH', url, headers: { ...json, 'if-match': `W/${projected}` }, payload: { year: 3 } })
+  t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 412, type: PROBLEM_TYPE })
+  t.same(res.json(), ifMatchFailed(url))
+  t.same(await readBack(app, url), before)
+})
+
+t.test('If-Match with the tag of an XML GET of the current version satisfies a JSON PUT', async t => {
+  const { app, url, book } = await oneBook(t)
+  const xml = await app.inject({ url, headers: { accept: 'application/xml' } })
+  t.match(xml.headers.etag, /^"1\.[\w-]{12}"$/)
+  const res = await app.inject(write('PUT', url, book, { 'if-match': xml.headers.etag as string }))
+  t.same({ status: res.statusCode, etag: res.headers.etag }, { status: 200, etag: '"2"' })
+  t.same(res.json().data.book, { ...book, title: 'Replaced', year: null, rating: null, available: true })
+})
+
+t.test('a GET with If-Match of a tag the server never issued answers 412', async t => {
+  const { app, url } = await oneBook(t)
+  const res = await app.inject({ url, headers: { 'if-match': '"1.garbage"' } })
+  t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 412, type: PROBLEM_TYPE })
+  t.same(res.json(), ifMatchFailed(url))
+})
+
+// RFC 9110 §13.1.3, §13.1.4: a value that is no HTTP-date (§5.6.7) is ignored, however lenient
+// parsers read it.
+const notHttpDates = ['1', '2099', '3000-01-01', 'Wed, 01 May 2099 12:00:00 +0000', 'wed, 01 may 2099 12:00:00 gmt', 'Tue, 31 Feb 2099 12:00:00 GMT']
+
+for (const value of notHttpDates) {
+  t.test(`If-Modified-Since ${JSON.stringify(value)} is no HTTP-date and is ignored: 200 with the resource`, async t => {
+    const { app, url, book } = await oneBook(t)
+    const res = await app.inject({ url, headers: { 'if-modified-since': value } })
+    t.same(pick(res.headers, 'etag', 'last-modified'), { etag: '"1"', 'last-modified': T0 })
+    t.same({ status: res.statusCode, book: res.json().data.book }, { status: 200, book })
+  })
+
+  for (const method of writes) {
+    t.test(`${method} with If-Unmodified-Since ${JSON.stringify(value)}, no HTTP-date, ignores it and writes`, async t => {
+      const { app, url, book } = await oneBook(t)
+      const res = await app.inject(write(method, url, book, { 'if-unmodified-since': value }))
+      t.equal(res.statusCode, method === 'DELETE' ? 204 : 200)
+      if (method !== 'DELETE') t.same({ etag: res.headers.etag, title: res.json().data.book.title }, { etag: '"2"', title: method === 'PUT' ? 'Replaced' : 'Patched' })
+      t.equal((await readBack(app, url)).status, method === 'DELETE' ? 404 : 200)
+    })
+  }
+}
+
+// RFC 9110 §5.6.7: recipients must accept the obsolete rfc850 and asctime forms.
+for (const [form, later, earlier] of [
+  ['rfc850', 'Wednesday, 01-May-24 12:00:01 GMT', 'Wednesday, 01-May-24 11:59:59 GMT'],
+  ['asctime', 'Wed May  1 12:00:01 2024', 'Wed May  1 11:59:59 2024']
+] as const) {
+  t.test(`If-Modified-Since in the ${form} form answers 304 with ETag, Last-Modified and no body`, async t => {
+    const { app, url } = await oneBook(t)
+    const res = await app.inject({ url, headers: { 'if-modified-since': later } })
+    t.equal(res.statusCode, 304)
+    t.same(pick(res.headers, 'etag', 'last-modified'), { etag: '"1"', 'last-modified': T0 })
+    t.equal(res.body, '')
+  })
+
+  t.test(`PATCH with If-Unmodified-Since in the ${form} form before Last-Modified answers a 412 problem and writes nothing`, async t => {
+    const { app, url, book } = await oneBook(t)
+    const before = await readBack(app, url)
+    const res = await app.inject(write('PATCH', url, book, { 'if-unmodified-since': earlier }))
+    t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 412, type: PROBLEM_TYPE })
+    t.same(res.json(), {
+      type: '/v1/problems/precondition-failed',
+      title: 'Precondition Failed',
+      status: 412,
+      detail: 'The resource was modified after If-Unmodified-Since.',
+      instance: url
+    })
+    t.same(await readBack(app, url), before)
+  })
+}

@@ -3,7 +3,8 @@
 // QUERY CAPABILITIES; server-assigned ids; merge-patch; referential rules; nested collections.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { defineResource } from '../lib/index.js'
+import { defineResource, memoryStore } from '../lib/index.js'
+import { buildRegistry } from '../lib/registry/index.js'
 import { buildApp, create, json, pick, seed } from './helpers/app.js'
 
 const LAST_MODIFIED = 'Wed, 01 May 2024 12:00:00 GMT'
@@ -219,6 +220,18 @@ for (const [method, url] of [['POST', '/v1/notes'], ['PUT', '/v1/notes/:id'], ['
   })
 }
 
+t.test('MODIFY of a record whose read-only field the server set keeps that field and answers 200', async t => {
+  const store = memoryStore()
+  const app = await buildApp(t, { ...notes, store })
+  const [model] = buildRegistry(notes.resources(store))
+  // Server-owned values reach a record only from the server side: here, straight through the store.
+  await store.create(model, { id: 'n1', text: 'hello', reviewedBy: 'editor' })
+  const res = await app.inject({ method: 'PATCH', url: '/v1/notes/n1', headers: json, payload: { text: 'hi' } })
+  t.same(pick(res.headers, 'content-type', 'etag'), { 'content-type': JSON_TYPE, etag: '"2"' })
+  t.same({ status: res.statusCode, note: res.json().data.note }, { status: 200, note: { id: 'n1', text: 'hi', reviewedBy: 'editor' } })
+  t.same((await app.inject({ url: '/v1/notes/n1' })).json().data.note, { id: 'n1', text: 'hi', reviewedBy: 'editor' })
+})
+
 t.test('MODIFY with null removes an optional field', async t => {
   const app = await buildApp(t)
   const { books } = await seed(app)
@@ -258,6 +271,85 @@ t.test('MODIFY with a value of the wrong type answers 400 naming the field', asy
   const res = await app.inject({ method: 'PATCH', url: `/v1/books/${books[0].id}`, headers: json, payload: { year: 'soon' } })
   t.equal(res.statusCode, 400)
   t.same(res.json().invalidParams, [{ name: 'year', reason: 'must be integer or must be null' }])
+})
+
+// RFC 7396 on nested objects (issue 2, point 6): a nested patch merges member by member and null
+// removes a nested member; only the merged result is held to the schema.
+const Gadget = Type.Object({
+  id: Type.Readonly(Type.String()),
+  name: Type.String({ minLength: 1 }),
+  meta: Type.Optional(Type.Object({ a: Type.Optional(Type.Integer()), b: Type.Optional(Type.String()) }, { additionalProperties: false })),
+  spec: Type.Optional(Type.Object({
+    a: Type.Optional(Type.Integer()),
+    b: Type.String(),
+    unit: Type.Optional(Type.String({ default: 'cm' }))
+  }, { additionalProperties: false }))
+}, { additionalProperties: false })
+const gadgets = { resources: (store: Parameters<typeof defineResource>[0]['store']) => [defineResource({ name: 'gadgets', singular: 'gadget', schema: Gadget, store })] }
+const mergePatchJson = { 'content-type': 'application/merge-patch+json' }
+
+async function oneGadget (t: Parameters<typeof buildApp>[0], fields: object) {
+  const app = await buildApp(t, gadgets)
+  const gadget = await create(app, 'gadgets', { name: 'g', ...fields })
+  const url = `/v1/gadgets/${gadget.id}`
+  return { app, gadget, url, read: async () => (await app.inject({ url })).json().data.gadget }
+}
+
+t.test('MODIFY with null on a nested member removes it and answers 200 with the merged resource', async t => {
+  const { app, gadget, url, read } = await oneGadget(t, { meta: { a: 1, b: 'x' } })
+  const res = await app.inject({ method: 'PATCH', url, headers: mergePatchJson, payload: { meta: { a: null } } })
+  t.same(pick(res.headers, 'content-type', 'etag'), { 'content-type': JSON_TYPE, etag: '"2"' })
+  t.same({ status: res.statusCode, gadget: res.json().data.gadget }, { status: 200, gadget: { id: gadget.id, name: 'g', meta: { b: 'x' } } })
+  t.same(await read(), { id: gadget.id, name: 'g', meta: { b: 'x' } })
+})
+
+t.test('MODIFY of one nested member keeps the others, required and defaulted ones included', async t => {
+  const { app, gadget, url, read } = await oneGadget(t, { spec: { a: 1, b: 'x', unit: 'in' } })
+  const res = await app.inject({ method: 'PATCH', url, headers: mergePatchJson, payload: { spec: { a: 2 } } })
+  const merged = { id: gadget.id, name: 'g', spec: { a: 2, b: 'x', unit: 'in' } }
+  t.same(pick(res.headers, 'content-type', 'etag'), { 'content-type': JSON_TYPE, etag: '"2"' })
+  t.same({ status: res.statusCode, gadget: res.json().data.gadget }, { status: 200, gadget: merged })
+  t.same(await read(), merged)
+})
+
+for (const [name, fields, patch] of [
+  ['removing a required nested member', { spec: { a: 1, b: 'x' } }, { spec: { b: null } }],
+  ['adding a nested object without its required members', {}, { spec: { a: 1 } }]
+] as const) {
+  t.test(`MODIFY ${name} answers a 400 problem naming it and writes nothing`, async t => {
+    const { app, url, read } = await oneGadget(t, fields)
+    const before = await read()
+    const res = await app.inject({ method: 'PATCH', url, headers: mergePatchJson, payload: patch })
+    t.same(pick(res.headers, 'content-type', 'etag'), { 'content-type': 'application/problem+json; charset=utf-8', etag: undefined })
+    t.same(res.json(), {
+      type: '/v1/problems/body-invalid',
+      title: 'Bad Request',
+      status: 400,
+      detail: 'The request body does not match the resource schema.',
+      instance: url,
+      invalidParams: [{ name: 'spec.b', reason: 'is required' }]
+    })
+    t.same(await read(), before)
+  })
+}
+
+t.test('MODIFY with null on a required field of a resource with nested objects answers 400 naming it', async t => {
+  const { app, url, read } = await oneGadget(t, { meta: { a: 1 } })
+  const before = await read()
+  const res = await app.inject({ method: 'PATCH', url, headers: mergePatchJson, payload: { name: null, meta: { a: 2 } } })
+  t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
+  t.match(res.json(), { type: '/v1/problems/body-invalid', status: 400, instance: url, invalidParams: [{ name: 'name', reason: 'is required' }] })
+  t.same(await read(), before)
+})
+
+t.test('MODIFY with a nested member the schema does not have answers 400 naming it, even when null', async t => {
+  const { app, url, read } = await oneGadget(t, { meta: { a: 1 } })
+  const before = await read()
+  const res = await app.inject({ method: 'PATCH', url, headers: mergePatchJson, payload: { meta: { zzz: null } } })
+  t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
+  t.match(res.json(), { type: '/v1/problems/body-invalid', status: 400, instance: url })
+  t.same(res.json().invalidParams.find((p: { name: string }) => p.name === 'meta.zzz'), { name: 'meta.zzz', reason: 'is not a field of this resource' })
+  t.same(await read(), before)
 })
 
 t.test('CREATE of a book with an unknown authorId answers 422 naming authorId', async t => {

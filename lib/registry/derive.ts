@@ -27,42 +27,77 @@ export function schemaNames (model: ResourceModel) {
 const forbidden = (what: string): JsonSchema => ({ not: {}, description: `${what} is set by the server and must not be sent` })
 
 /** Without `default`: the validator would fill omitted fields in (wrong for PATCH) and the serializer would invent absent ones (wrong for `fields=`). */
-function withoutDefault (schema: TSchema): JsonSchema {
+function withoutDefault (schema: TSchema | JsonSchema): JsonSchema {
   const { default: _default, ...rest } = schema
   return rest
 }
 
 /** POST body: read-only fields (the id first) are refused, not silently dropped. */
 export function createSchema (model: ResourceModel): JsonSchema {
-  return inputSchema(model, false)
+  return inputSchema(model, 'none')
 }
 
 /** PUT body: as for create, but the id may be repeated when it equals the path's. */
 export function replaceSchema (model: ResourceModel): JsonSchema {
-  return inputSchema(model, true)
+  return inputSchema(model, 'id')
 }
 
-function inputSchema (model: ResourceModel, allowId: boolean): JsonSchema {
+/**
+ * A PATCH's merged result (RFC 7396 §2: the whole resource after the merge): as for replace, but
+ * the server-owned fields the stored record holds pass unchanged. The patch schema refuses them
+ * from the client, so here they can only come from the store.
+ */
+export function mergedSchema (model: ResourceModel): JsonSchema {
+  return inputSchema(model, 'all')
+}
+
+function inputSchema (model: ResourceModel, readOnly: 'none' | 'id' | 'all'): JsonSchema {
   const properties: Record<string, unknown> = {}
   const required: string[] = []
   for (const field of model.fields.values()) {
-    if (field.name === model.idField && allowId) properties[field.name] = { type: 'string' }
-    else if (field.readOnly) properties[field.name] = forbidden(field.name)
+    if (field.name === model.idField && readOnly !== 'none') properties[field.name] = { type: 'string' }
+    else if (field.readOnly) properties[field.name] = readOnly === 'all' ? withoutDefault(field.schema) : forbidden(field.name)
     else properties[field.name] = field.schema
     if (field.required && !field.readOnly) required.push(field.name)
   }
   return { type: 'object', properties, required, additionalProperties: false }
 }
 
-/** PATCH body (RFC 7396): any subset of fields; null removes a member. The merged result is validated against the replace schema. */
+/** PATCH body (RFC 7396): any subset of fields; null removes a member. The merged result is validated against mergedSchema. */
 export function modifySchema (model: ResourceModel): JsonSchema {
   const properties: Record<string, unknown> = {}
   for (const field of model.fields.values()) {
     if (field.name === model.idField) properties[field.name] = { type: 'string' }
     else if (field.readOnly) properties[field.name] = forbidden(field.name)
-    else properties[field.name] = { anyOf: [withoutDefault(field.schema), { type: 'null' }] }
+    else properties[field.name] = orNull(patchOf(field.schema))
   }
   return { type: 'object', properties, additionalProperties: false }
+}
+
+const orNull = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] })
+
+// Which members are present, and how many, is the merged object's business, not the patch's.
+const mergedOnly = new Set(['required', 'minProperties', 'maxProperties', 'dependentRequired', 'dependencies'])
+
+/**
+ * What may patch a value of `schema` (RFC 7396 §2): an object patch merges member by member, so
+ * at every depth a member may be left out, be null (removed) or patch that member in turn; any
+ * other value replaces the old one whole and keeps its schema. Defaults go at every depth, or the
+ * validator would write them into the patch and so over the stored members.
+ */
+function patchOf (schema: TSchema | JsonSchema): JsonSchema {
+  const { oneOf, ...rest } = withoutDefault(schema)
+  const patch: JsonSchema = Object.fromEntries(Object.entries(rest).filter(([keyword]) => !mergedOnly.has(keyword)))
+  // Relaxed branches may overlap, so oneOf becomes anyOf; the merged result is still held to oneOf.
+  const variants = rest.anyOf ?? oneOf
+  if (Array.isArray(variants)) patch.anyOf = variants.map(patchOf)
+  if (Array.isArray(rest.allOf)) patch.allOf = rest.allOf.map(patchOf)
+  for (const keyword of ['properties', 'patternProperties']) {
+    const members = rest[keyword] as Record<string, JsonSchema> | undefined
+    if (members !== undefined) patch[keyword] = Object.fromEntries(Object.entries(members).map(([name, member]) => [name, orNull(patchOf(member))]))
+  }
+  if (typeof rest.additionalProperties === 'object') patch.additionalProperties = orNull(patchOf(rest.additionalProperties as JsonSchema))
+  return patch
 }
 
 /** `anyOf: [T, null]` as `type: [T, 'null']`: fast-json-stringify resolves anyOf by validating each value at run time. */

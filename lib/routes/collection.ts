@@ -5,9 +5,9 @@ import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { capabilitiesRouteSchema, createRouteSchema, listRouteSchema, nestedListRouteSchema, schemaOptionsFor } from './route-schema.js'
 import { attachRelated, itemPath, listBody, project, singleBody } from '../envelope/index.js'
 import { parseListQuery } from '../query/list-query.js'
-import type { RawQuery } from '../query/list-query.js'
+import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
-import { formatETag } from '../conditional.js'
+import { evaluatePreconditions, formatETag, readPreconditions, unversioned } from '../conditional.js'
 import { NotFoundError } from '../errors.js'
 import type { Fields } from '../stores/store.js'
 import { bodyTypes } from './context.js'
@@ -26,8 +26,10 @@ export function registerCollectionRoutes (app: FastifyInstance, model: ResourceM
     methods.push('GET', 'HEAD')
     app.get(path, {
       schema: listRouteSchema(model, schemaOptions)
-    }, function listResources (request: FastifyRequest, reply: FastifyReply) {
-      return listPage(context, model, base, request.query as RawQuery, null)
+    }, async function listResources (request: FastifyRequest, reply: FastifyReply) {
+      const parsed = parseListQuery(model, request.query as RawQuery, context.query, base)
+      if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
+      return listPage(context, model, base, parsed, null)
     })
   }
 
@@ -37,6 +39,7 @@ export function registerCollectionRoutes (app: FastifyInstance, model: ResourceM
       onRequest: requireBodyType(bodyTypes.create),
       schema: createRouteSchema(model, schemaOptions)
     }, async function createResource (request: FastifyRequest, reply: FastifyReply) {
+      checkCollectionPreconditions(request, false)
       const id = model.generateId()
       const record = await model.store.create(model, normalizeRecord(model, { ...(request.body as Fields), [model.idField]: id }))
       writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, ''))), record.modifiedAt)
@@ -65,15 +68,26 @@ function registerNestedList (app: FastifyInstance, parent: ResourceModel, relati
     const { id } = request.params as { id: string }
     if (await parent.store.get(parent, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
     const base = `${itemPath(context.envelope, parent, id)}/${relation.name}`
+    const parsed = parseListQuery(child, request.query as RawQuery, context.query, base)
+    if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
     const scope: FilterNode = { kind: 'compare', op: 'eq', left: { kind: 'field', path: [relation.field] }, right: { kind: 'literal', type: 'string', value: id } }
-    return listPage(context, child, base, request.query as RawQuery, scope)
+    return listPage(context, child, base, parsed, scope)
   })
   app.options(path, { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], methods, schemaOptionsFor(context, child)) }, capabilitiesHandler(methods))
   context.allow(path, methods)
 }
 
-async function listPage (context: RouteContext, model: ResourceModel, base: string, raw: RawQuery, scope: FilterNode | null) {
-  const parsed = parseListQuery(model, raw, context.query, base)
+/**
+ * RFC 9110 §13.2.2 on a collection, which exists and sends no ETag or Last-Modified (README
+ * "Conditional requests"): `If-Match: *` passes and a tag list fails; `If-None-Match: *` is 304
+ * on GET/HEAD and 412 on POST; the date conditions have nothing to compare with (§13.1.3, §13.1.4).
+ * Called after the checks that would fail the request anyway, which take precedence (§13.2.1).
+ */
+function checkCollectionPreconditions (request: FastifyRequest, safe: boolean) {
+  return evaluatePreconditions(readPreconditions(request.headers), unversioned, safe)
+}
+
+async function listPage (context: RouteContext, model: ResourceModel, base: string, parsed: ListRequest, scope: FilterNode | null) {
   const query = scope === null
     ? parsed.query
     : { ...parsed.query, filter: parsed.query.filter === null ? scope : { kind: 'and', left: scope, right: parsed.query.filter } as const }

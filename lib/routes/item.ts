@@ -2,7 +2,7 @@
 // OPTIONS on /{resources}/{id}, with conditional requests (RFC 9110 §13) on each.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
-import { replaceSchema } from '../registry/derive.js'
+import { mergedSchema } from '../registry/derive.js'
 import { capabilitiesRouteSchema, deleteRouteSchema, modifyRouteSchema, replaceRouteSchema, retrieveRouteSchema, schemaOptionsFor } from './route-schema.js'
 import { attachRelated, project, singleBody } from '../envelope/index.js'
 import type { Link } from '../envelope/index.js'
@@ -109,7 +109,7 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
 
   if (model.operations.has('modify')) {
     methods.push('PATCH')
-    const validateMerged = context.ajv.compile(replaceSchema(model))
+    const validateMerged = context.ajv.compile(mergedSchema(model))
     app.patch(path, {
       onRequest: requireBodyType(bodyTypes.modify),
       schema: modifyRouteSchema(model, schemaOptions)

@@ -1,5 +1,4 @@
 // Small pieces the collection and item routes share.
-import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import type { Fields } from '../stores/store.js'
@@ -17,10 +16,8 @@ export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Dat
   reply.header('etag', etag).header('last-modified', modifiedAt.toUTCString())
 }
 
-/** A short, stable tag for a representation variant (ETags differ per representation: RFC 9110 §8.8.3). */
-export function variantTag (text: string): string {
-  return text === '' ? '' : createHash('sha256').update(text).digest('base64url').slice(0, 12)
-}
+// Made in conditional.ts, where If-Match recognises the tags it produces.
+export { variantTag } from '../conditional.js'
 
 /** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body. */
 export function capabilitiesHandler (methods: readonly string[]) {

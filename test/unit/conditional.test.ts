@@ -2,13 +2,15 @@
 // preconditions, §13.2.2 their order): tag-list parsing, ETag formatting, and the evaluation
 // matrix, including the branches HTTP tests reach only by accident.
 import t from 'tap'
-import { evaluatePreconditions, formatETag, hasPreconditions, parseTagList, readPreconditions } from '../../lib/conditional.js'
+import { evaluatePreconditions, formatETag, hasPreconditions, parseTagList, readPreconditions, unversioned, variantTag } from '../../lib/conditional.js'
 import type { Current, Preconditions } from '../../lib/conditional.js'
 
 const MODIFIED = new Date('2024-05-01T12:00:00.500Z')
 const current: Current = { etag: '"3"', version: 3, modifiedAt: MODIFIED }
-const projected: Current = { etag: '"3.abc"', version: 3, modifiedAt: MODIFIED }
+const variant = variantTag('fields=title')
+const projected: Current = { etag: `"3.${variant}"`, version: 3, modifiedAt: MODIFIED }
 const at = (iso: string) => new Date(iso)
+const strong = (...opaques: string[]) => opaques.map(opaque => ({ weak: false, opaque }))
 
 t.test('parseTagList reads *, single tags, weak tags and lists', async t => {
   t.equal(parseTagList(undefined, 'If-Match'), undefined)
@@ -35,6 +37,13 @@ t.test('formatETag quotes the version, with the variant after a dot', async t =>
   t.equal(formatETag(7, 'x1f'), '"7.x1f"')
 })
 
+t.test('variantTag is empty for the plain representation, else 12 stable base64url characters', async t => {
+  t.equal(variantTag(''), '')
+  t.match(variant, /^[A-Za-z0-9_-]{12}$/)
+  t.equal(variantTag('fields=title'), variant)
+  t.not(variantTag('fields=year'), variant)
+})
+
 t.test('readPreconditions reads the four headers, joining repeated ones', async t => {
   const p = readPreconditions({
     'if-match': ['"1"', '"2"'],
@@ -59,7 +68,10 @@ const cases: ReadonlyArray<readonly [string, Preconditions, Current | null, bool
   ['If-Match * on an existing resource proceeds', { ifMatch: '*' }, current, false, 'proceed'],
   ['If-Match * on a missing resource fails', { ifMatch: '*' }, null, false, 412],
   ['If-Match of the version proceeds', { ifMatch: [{ weak: false, opaque: '3' }] }, current, false, 'proceed'],
-  ['If-Match of a variant of the version proceeds', { ifMatch: [{ weak: false, opaque: '3.zz' }] }, current, false, 'proceed'],
+  ['If-Match of a variant of the version proceeds', { ifMatch: strong(`3.${variant}`) }, current, false, 'proceed'],
+  ['If-Match of a variant of another version fails', { ifMatch: strong(`2.${variant}`, `33.${variant}`) }, current, false, 412],
+  ['If-Match of the version with a suffix no variant has fails', { ifMatch: strong('3.garbage', '3.', `3.${variant}x`, `3.${variant.slice(1)}=`, `3.${variant}.${variant}`) }, current, false, 412],
+  ['a weak If-Match of a variant fails', { ifMatch: [{ weak: true, opaque: `3.${variant}` }] }, current, false, 412],
   ['If-Match of the full tag proceeds for a projected current', { ifMatch: [{ weak: false, opaque: '3' }] }, projected, false, 'proceed'],
   ['If-Match of another version fails', { ifMatch: [{ weak: false, opaque: '2' }] }, current, false, 412],
   ['a weak If-Match fails', { ifMatch: [{ weak: true, opaque: '3' }] }, current, false, 412],
@@ -81,7 +93,14 @@ const cases: ReadonlyArray<readonly [string, Preconditions, Current | null, bool
   ['If-Modified-Since before the change proceeds', { ifModifiedSince: at('2024-05-01T11:59:59Z') }, current, true, 'proceed'],
   ['If-Modified-Since is ignored on writes', { ifModifiedSince: at('2030-01-01T00:00:00Z') }, current, false, 'proceed'],
   ['If-Modified-Since is ignored on a missing resource', { ifModifiedSince: at('2030-01-01T00:00:00Z') }, null, true, 'proceed'],
-  ['If-None-Match decides, If-Modified-Since is not looked at', { ifNoneMatch: [{ weak: false, opaque: '9' }], ifModifiedSince: at('2030-01-01T00:00:00Z') }, current, true, 'proceed']
+  ['If-None-Match decides, If-Modified-Since is not looked at', { ifNoneMatch: [{ weak: false, opaque: '9' }], ifModifiedSince: at('2030-01-01T00:00:00Z') }, current, true, 'proceed'],
+  ['without validators, If-Match * proceeds', { ifMatch: '*' }, unversioned, false, 'proceed'],
+  ['without validators, no If-Match tag matches', { ifMatch: strong('1', `1.${variant}`, '') }, unversioned, true, 412],
+  ['without validators, If-Unmodified-Since is ignored', { ifUnmodifiedSince: at('2000-01-01T00:00:00Z') }, unversioned, false, 'proceed'],
+  ['without validators, If-None-Match * on a safe request is not-modified', { ifNoneMatch: '*' }, unversioned, true, 'not-modified'],
+  ['without validators, If-None-Match * on a write fails', { ifNoneMatch: '*' }, unversioned, false, 412],
+  ['without validators, no If-None-Match tag matches', { ifNoneMatch: strong('1', '') }, unversioned, true, 'proceed'],
+  ['without validators, If-Modified-Since is ignored', { ifModifiedSince: at('2030-01-01T00:00:00Z') }, unversioned, true, 'proceed']
 ]
 
 for (const [name, preconditions, resource, safe, expected] of cases) {
@@ -91,5 +110,34 @@ for (const [name, preconditions, resource, safe, expected] of cases) {
     } else {
       t.equal(evaluatePreconditions(preconditions, resource, safe), expected)
     }
+  })
+}
+
+// RFC 9110 §5.6.7: the three HTTP-date forms are read; anything else, however Date.parse reads
+// it, leaves the condition out (§13.1.3, §13.1.4).
+for (const [text, iso] of [
+  ['Wed, 01 May 2024 12:00:00 GMT', '2024-05-01T12:00:00Z'],
+  ['Wednesday, 01-May-24 12:00:00 GMT', '2024-05-01T12:00:00Z'],
+  ['Wed May  1 12:00:00 2024', '2024-05-01T12:00:00Z'],
+  ['Sun Nov  6 08:49:37 1994', '1994-11-06T08:49:37Z'],
+  ['Thu Nov 17 08:49:37 1994', '1994-11-17T08:49:37Z']
+] as const) {
+  t.test(`readPreconditions reads the HTTP-date ${JSON.stringify(text)}`, async t => {
+    t.same(readPreconditions({ 'if-modified-since': text, 'if-unmodified-since': text }), {
+      ifMatch: undefined, ifNoneMatch: undefined, ifModifiedSince: at(iso), ifUnmodifiedSince: at(iso)
+    })
+  })
+}
+
+for (const text of [
+  '1', '2099', '3000-01-01', '2024-05-01T12:00:00Z', '',
+  'Wed, 01 May 2024 12:00:00 +0000', 'Wed, 01 May 2024 12:00 GMT', '1 May 2024 12:00:00 GMT', 'Wed, 1 May 2024 12:00:00 GMT',
+  'wed, 01 may 2024 12:00:00 gmt', 'Wed, 01 May 2024 12:00:00 UTC', ' Wed, 01 May 2024 12:00:00 GMT',
+  'Thu, 01 May 2024 12:00:00 GMT', 'Wed, 31 Feb 2024 12:00:00 GMT', 'Wed, 01 May 2024 24:00:00 GMT', 'Xyz, 01 May 2024 12:00:00 GMT',
+  'Wednesday, 01-May-2024 12:00:00 GMT', 'Wed May 1 12:00:00 2024'
+]) {
+  t.test(`readPreconditions ignores ${JSON.stringify(text)}, which is no HTTP-date`, async t => {
+    const p = readPreconditions({ 'if-modified-since': text, 'if-unmodified-since': text })
+    t.same([p.ifModifiedSince, p.ifUnmodifiedSince, hasPreconditions(p)], [undefined, undefined, false])
   })
 }

@@ -7,7 +7,7 @@ import { defineResource, memoryStore } from '../../lib/index.js'
 import type { ResourceModel } from '../../lib/index.js'
 import { buildRegistry } from '../../lib/registry/index.js'
 import {
-  createSchema, linksSchema, listEnvelopeSchema, modifySchema, replaceSchema, responseSchema, schemaNames, singleEnvelopeSchema
+  createSchema, linksSchema, listEnvelopeSchema, mergedSchema, modifySchema, replaceSchema, responseSchema, schemaNames, singleEnvelopeSchema
 } from '../../lib/registry/derive.js'
 import { demoResources } from '../../schemas/index.js'
 
@@ -46,6 +46,17 @@ t.test('other read-only fields are forbidden on create, replace and modify', asy
   }
 })
 
+t.test('the merged schema lets the stored read-only fields through, without defaults, and requires what replace requires', async t => {
+  const model = modelOf(Type.Object({ id: Type.Readonly(Type.String()), text: Type.String(), reviewedBy: Type.ReadonlyOptional(Type.String({ default: 'nobody' })) }, { additionalProperties: false }))
+  const schema = mergedSchema(model)
+  t.same(plain(schema), {
+    type: 'object',
+    properties: { id: { type: 'string' }, text: { type: 'string' }, reviewedBy: { type: 'string' } },
+    required: ['text'],
+    additionalProperties: false
+  })
+})
+
 t.test('the modify schema requires nothing, allows null everywhere but the id, and drops defaults', async t => {
   const schema = modifySchema(books)
   const properties = schema.properties as Record<string, Record<string, unknown>>
@@ -54,6 +65,52 @@ t.test('the modify schema requires nothing, allows null everywhere but the id, a
   t.same(properties.id, { type: 'string' })
   t.same(plain(properties.available), { anyOf: [{ type: 'boolean' }, { type: 'null' }] })
   t.match(properties.title, { anyOf: [{ type: 'string', minLength: 1, maxLength: 500 }, { type: 'null' }] })
+})
+
+t.test('the modify schema lets nested members be left out or null at every depth, without defaults', async t => {
+  const model = modelOf(Type.Object({
+    id: Type.Readonly(Type.String()),
+    meta: Type.Optional(Type.Object({
+      a: Type.Integer(),
+      inner: Type.Object({ c: Type.String({ default: 'd' }) }, { additionalProperties: false, minProperties: 1 })
+    }, { additionalProperties: false }))
+  }, { additionalProperties: false }))
+  const meta = (modifySchema(model).properties as Record<string, unknown>).meta
+  t.same(plain(meta), {
+    anyOf: [{
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        a: { anyOf: [{ type: 'integer' }, { type: 'null' }] },
+        inner: {
+          anyOf: [{
+            type: 'object',
+            additionalProperties: false,
+            properties: { c: { anyOf: [{ type: 'string' }, { type: 'null' }] } }
+          }, { type: 'null' }]
+        }
+      }
+    }, { type: 'null' }]
+  })
+})
+
+t.test('the modify schema relaxes objects inside unions, intersections, records and open objects, and keeps arrays whole', async t => {
+  const point = { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'] }
+  const loosePoint = { type: 'object', properties: { x: { anyOf: [{ type: 'integer' }, { type: 'null' }] } } }
+  const model = modelOf(Type.Object({
+    id: Type.Readonly(Type.String()),
+    either: Type.Unsafe<unknown>({ oneOf: [point, { type: 'string' }] }),
+    both: Type.Unsafe<unknown>({ allOf: [point, { type: 'object', required: ['y'], dependentRequired: { y: ['x'] } }] }),
+    byName: Type.Unsafe<unknown>({ type: 'object', patternProperties: { '^n': point }, maxProperties: 3 }),
+    open: Type.Unsafe<unknown>({ type: 'object', additionalProperties: point, dependencies: { a: ['b'] } }),
+    list: Type.Array(Type.Object({ x: Type.Integer() }))
+  }, { additionalProperties: false }))
+  const properties = plain(modifySchema(model).properties) as Record<string, { anyOf: unknown[] }>
+  t.same(properties.either.anyOf[0], { anyOf: [loosePoint, { type: 'string' }] })
+  t.same(properties.both.anyOf[0], { allOf: [loosePoint, { type: 'object' }] })
+  t.same(properties.byName.anyOf[0], { type: 'object', patternProperties: { '^n': { anyOf: [loosePoint, { type: 'null' }] } } })
+  t.same(properties.open.anyOf[0], { type: 'object', additionalProperties: { anyOf: [loosePoint, { type: 'null' }] } })
+  t.same(properties.list.anyOf[0], { type: 'array', items: { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'] } })
 })
 
 t.test('the response schema requires only mandatory fields and marks the id read-only', async t => {
