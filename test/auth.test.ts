@@ -5,7 +5,7 @@ import t from 'tap'
 import Fastify from 'fastify'
 import type { RouteOptions } from 'fastify'
 import apiConventions, { defineAuth, memoryStore, secretTable } from '../lib/index.js'
-import type { AuthorizationCheck } from '../lib/index.js'
+import type { AuthorizationCheck, Store } from '../lib/index.js'
 import { buildDemoApp } from '../lib/demo/app.js'
 import { loadConfig } from '../lib/demo/config.js'
 import { demoResources } from '../schemas/index.js'
@@ -165,6 +165,21 @@ t.test('the check receives resource, operation, id and, for item operations, the
     { resource: 'books', operation: 'capabilities', method: 'OPTIONS' }
   ])
   t.equal(checks.length, 6)
+})
+
+t.test('a RETRIEVE reads its record from the store once, though the authorization check read it first', async t => {
+  const inner = memoryStore()
+  const gets: string[] = []
+  const store: Store = { list: inner.list.bind(inner), getMany: inner.getMany.bind(inner), create: inner.create.bind(inner), update: inner.update.bind(inner), remove: inner.remove.bind(inner), close: inner.close.bind(inner), get (model, id) { gets.push(`${model.name}/${id}`); return inner.get(model, id) } }
+  const app = await buildSecureApp(t, { store, auth: testAuth({ authorize: ({ record }) => record !== null }) })
+  const { book } = await seedOne(app)
+  gets.length = 0
+  const res = await app.inject({ url: `/v1/books/${book.id}`, headers: auth.read })
+  t.same({ status: res.statusCode, etag: res.headers.etag, title: res.json().data.book.title }, { status: 200, etag: '"1"', title: 'Owls Do Cry' })
+  t.same(gets, [`books/${book.id}`], 'one read serves the check and the handler')
+  gets.length = 0
+  t.equal((await app.inject({ url: '/v1/books/missing', headers: auth.read })).statusCode, 403, 'the check sees the missing record as null')
+  t.same(gets, ['books/missing'])
 })
 
 t.test('a record-based refusal is 403 for that record only', async t => {

@@ -295,18 +295,86 @@ t.test('offset paging', async t => {
     t.equal(hrefOf(single, 'last'), '/v1/books?pageSize=100&offset=0')
   })
 
-  t.test('an offset at or past the end returns an empty 200', async t => {
-    const { app } = await fixture(t)
-    for (const url of ['/v1/books?offset=25&pageSize=5', '/v1/books?offset=1000', '/v1/books?pageOffset=6&pageSize=5', '/v1/books?page=999999']) {
-      const res = await get(app, url)
-      t.equal(res.statusCode, 200, url)
-      t.same(res.json().data.books, [], url)
-      t.notOk(relsOf(res.json()).includes('next'), url)
-      t.notOk(relsOf(res.json()).includes('last'), `${url}: an empty page past the end cannot tell where the end is`)
+  t.test('an offset at or past the end returns an empty 200 whose prev and last are the last page with items', async t => {
+    const { app, ids } = await fixture(t)
+    const cases: Array<[string, string, string[]]> = [
+      ['/v1/books?offset=25&pageSize=5', '/v1/books?pageSize=5&offset=20', ids.slice(20)],
+      ['/v1/books?offset=1000', '/v1/books?pageSize=20&offset=20', ids.slice(20)],
+      ['/v1/books?offset=100&pageSize=10', '/v1/books?pageSize=10&offset=20', ids.slice(20)],
+      ['/v1/books?pageOffset=6&pageSize=5', '/v1/books?pageSize=5&pageOffset=5', ids.slice(20)],
+      ['/v1/books?pageOffset=10&pageSize=10', '/v1/books?pageSize=10&pageOffset=3', ids.slice(20)],
+      ['/v1/books?page=999999', '/v1/books?pageSize=20&pageOffset=2', ids.slice(20)]
+    ]
+    for (const [url, last, lastIds] of cases) {
+      const body = await page(app, url)
+      t.same(body.data.books, [], url)
+      t.same(relsOf(body), ['self', 'first', 'prev', 'last'], url)
+      t.equal(hrefOf(body, 'prev'), last, `${url}: prev is the last page with items`)
+      t.equal(hrefOf(body, 'last'), last, url)
+      t.notOk('total' in body.meta, `${url}: counted for the links only`)
+      t.same(idsOf(await page(app, last)), lastIds, url)
     }
     const atEnd = await page(app, '/v1/books?offset=25&pageSize=5')
     t.same(atEnd.meta, { pageSize: 5, offset: 25, pageOffset: 6 })
-    t.equal(hrefOf(atEnd, 'prev'), '/v1/books?pageSize=5&offset=20')
+  })
+
+  t.test('past the end of a filtered or empty result, prev and last count only the matches', async t => {
+    const { app, ids } = await fixture(t)
+    // seedMany: index % 3 !== 0 is available, 16 of 25.
+    const available = ids.filter((_, index) => index % 3 !== 0)
+    const body = await page(app, '/v1/books?available=true&offset=40&pageSize=5')
+    t.equal(hrefOf(body, 'prev'), '/v1/books?available=true&pageSize=5&offset=15')
+    t.same(idsOf(await page(app, hrefOf(body, 'prev') as string)), available.slice(15))
+    const none = await page(app, '/v1/books?year=1&pageOffset=3&pageSize=5')
+    t.same(relsOf(none), ['self', 'first', 'prev', 'last'])
+    t.equal(hrefOf(none, 'prev'), '/v1/books?year=1&pageSize=5&pageOffset=1', 'nothing matches: back to the first page')
+    t.equal(hrefOf(none, 'last'), '/v1/books?year=1&pageSize=5&pageOffset=1')
+  })
+
+  t.test('a nested collection past the end links prev and last to its own last page', async t => {
+    const app = await buildApp(t)
+    await seedMany(app, 7) // another author's books, so counting them all would be wrong
+    const { author, books } = await seedMany(app, 23)
+    const ids = books.map(book => book.id)
+    const base = `/v1/authors/${author.id}/books`
+    const byOffset = await page(app, `${base}?offset=100&pageSize=10`)
+    t.same(byOffset.data.books, [])
+    t.equal(hrefOf(byOffset, 'prev'), `${base}?pageSize=10&offset=20`)
+    t.equal(hrefOf(byOffset, 'last'), `${base}?pageSize=10&offset=20`)
+    t.same(idsOf(await page(app, hrefOf(byOffset, 'prev') as string)), ids.slice(20))
+    const byPage = await page(app, `${base}?pageOffset=10&pageSize=10`)
+    t.equal(hrefOf(byPage, 'prev'), `${base}?pageSize=10&pageOffset=3`)
+  })
+
+  t.test('an offset or pageOffset up to 2^53 - 1 is valid: past the end, an empty 200', async t => {
+    const { app, ids } = await fixture(t)
+    const cases: Array<[string, Record<string, number>, string]> = [
+      ['/v1/books?offset=99999999999&pageSize=10', { pageSize: 10, offset: 99999999999, pageOffset: 10000000000 }, '/v1/books?pageSize=10&offset=20'],
+      ['/v1/books?offset=9007199254740991&pageSize=10', { pageSize: 10, offset: 9007199254740991, pageOffset: 900719925474100 }, '/v1/books?pageSize=10&offset=20'],
+      ['/v1/books?pageOffset=10000000000&pageSize=10', { pageSize: 10, offset: 99999999990, pageOffset: 10000000000 }, '/v1/books?pageSize=10&pageOffset=3'],
+      // The page would start past 2^53 - 1, as far past the end as that position.
+      ['/v1/books?pageOffset=9007199254740991&pageSize=100', { pageSize: 100, offset: 9007199254740991, pageOffset: 9007199254740991 }, '/v1/books?pageSize=100&pageOffset=1']
+    ]
+    for (const [url, meta, prev] of cases) {
+      const body = await page(app, url)
+      t.same(body.data.books, [], url)
+      t.same(body.meta, meta, url)
+      t.equal(hrefOf(body, 'prev'), prev, url)
+      t.notOk(relsOf(body).includes('next'), url)
+    }
+    t.same(idsOf(await page(app, '/v1/books?pageOffset=9007199254740991&pageSize=100')), [])
+    t.same(idsOf(await page(app, '/v1/books?pageSize=10&pageOffset=3')), ids.slice(20))
+  })
+
+  t.test('leading zeros are read as decimal: 007 is 7', async t => {
+    const { app, ids } = await fixture(t)
+    const body = await page(app, '/v1/books?offset=007&pageSize=005')
+    t.same(idsOf(body), ids.slice(7, 12))
+    t.same(body.meta, { pageSize: 5, offset: 7, pageOffset: 2 })
+    t.equal(hrefOf(body, 'self'), '/v1/books?pageSize=5&offset=7', 'links carry the canonical form')
+    const byPage = await page(app, '/v1/books?pageOffset=02&pageSize=10')
+    t.same(idsOf(byPage), ids.slice(10, 20))
+    t.equal(hrefOf(byPage, 'self'), '/v1/books?pageSize=10&pageOffset=2')
   })
 
   t.test('with total, a page past the end links prev and last to the real last page', async t => {
@@ -338,9 +406,14 @@ t.test('offset paging', async t => {
     await rejects(t, app, '/v1/books?offset=1.5', 'offset', integer)
     await rejects(t, app, '/v1/books?offset=abc', 'offset', integer)
     await rejects(t, app, '/v1/books?offset=', 'offset', integer)
-    await rejects(t, app, '/v1/books?offset=01', 'offset', integer)
     await rejects(t, app, '/v1/books?offset=1e3', 'offset', integer)
-    await rejects(t, app, '/v1/books?offset=99999999999', 'offset', integer)
+    await rejects(t, app, '/v1/books?offset=%2B1', 'offset', integer)
+    await rejects(t, app, '/v1/books?offset=%201', 'offset', integer)
+    const tooLarge = 'must not exceed 9007199254740991 (2^53 - 1)'
+    await rejects(t, app, '/v1/books?offset=9007199254740992', 'offset', tooLarge)
+    await rejects(t, app, '/v1/books?offset=99999999999999999999999', 'offset', tooLarge)
+    await rejects(t, app, '/v1/books?pageOffset=9007199254740992', 'pageOffset', tooLarge)
+    await rejects(t, app, `/v1/books?page=${'9'.repeat(400)}`, 'page', tooLarge)
     await rejects(t, app, '/v1/books?offset=1&offset=2', 'offset', 'must be given at most once')
     await rejects(t, app, '/v1/books?pageOffset=0', 'pageOffset', 'must be at least 1')
     await rejects(t, app, '/v1/books?pageOffset=-1', 'pageOffset', 'must be an integer of at least 1')
@@ -366,6 +439,9 @@ t.test('pageSize', async t => {
     const { app, ids } = await fixture(t)
     t.same(idsOf(await page(app, '/v1/books?pageSize=100')), ids)
     await rejects(t, app, '/v1/books?pageSize=101', 'pageSize', 'must not exceed 100 (maxPageSize)')
+    await rejects(t, app, '/v1/books?pageSize=99999999999', 'pageSize', 'must not exceed 100 (maxPageSize)')
+    await rejects(t, app, '/v1/books?pageSize=9007199254740993', 'pageSize', 'must not exceed 100 (maxPageSize)')
+    t.same(idsOf(await page(app, '/v1/books?pageSize=0100')), ids, 'leading zeros are read as decimal')
   })
 
   t.test('a value that is not a non-negative integer is 400', async t => {

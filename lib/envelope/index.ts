@@ -1,7 +1,7 @@
 // Builds response bodies in the spec's envelope ("Response envelope", "Shape of data", "Page
 // links"): data / meta / links, field projection, expand and include.
 import type { RelationModel, ResourceModel } from '../registry/model.js'
-import type { Fields, Page, StoredRecord } from '../stores/store.js'
+import type { Fields, ListQuery, Page, StoredRecord } from '../stores/store.js'
 import type { ListRequest } from '../query/list-query.js'
 import type { CursorCodec } from '../query/cursor.js'
 import type { EnvelopeOptions } from '../registry/derive.js'
@@ -94,10 +94,14 @@ async function fetchRelated (model: ResourceModel, relation: RelationModel, item
 // Ids are unique within a resource, so two never compare equal.
 const compareIds = (a: unknown, b: unknown) => String(a) < String(b) ? -1 : 1
 
-/** Collection envelope with paging metadata and navigation links (spec "Paging", "Page links"). */
-export function listBody (context: EnvelopeContext, model: ResourceModel, base: string, request: ListRequest, page: Page, items: Fields[], extraLinks: Link[]) {
+/**
+ * Collection envelope with paging metadata and navigation links (spec "Paging", "Page links").
+ * `ran` is the query the store answered; a nested collection's adds its parent scope to `request.query`.
+ */
+export async function listBody (context: EnvelopeContext, model: ResourceModel, base: string, request: ListRequest, page: Page, items: Fields[], extraLinks: Link[], ran: ListQuery) {
   const { pageSize } = request
   const total = page.total
+  const count = total ?? await countPastEnd(model, request, page, ran)
   const meta: Record<string, number> = { pageSize }
   const data: Record<string, unknown> = { [model.name]: items, pageSize }
   // Client-driven paging 5: the offsets used are echoed, supplied or defaulted.
@@ -106,29 +110,41 @@ export function listBody (context: EnvelopeContext, model: ResourceModel, base: 
     meta.pageOffset = data.pageOffset = request.pageOffset as number
   }
   if (total !== undefined) meta.total = total
-  const links = [...pageLinks(context, base, request, page), ...extraLinks]
+  const links = [...pageLinks(context, base, request, page, count), ...extraLinks]
   const body: Record<string, unknown> = { meta, data, links: formatLinks(context, links) }
   if (context.totalAtRoot && total !== undefined) body.total = total
   return body
 }
 
+/**
+ * An empty offset page past the end tells only that count <= offset, so `prev` could not name the
+ * last page with items (issue 3, point 7): one count finds it. Any other page needs none.
+ */
+async function countPastEnd (model: ResourceModel, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> {
+  if (request.offset === undefined || request.offset === 0 || request.pageSize === 0 || page.items.length > 0) return undefined
+  // The query the store ran, so that a nested collection counts its own parent's children only.
+  const counted = await model.store.list(model, { ...ran, window: { kind: 'offset', offset: 0 }, limit: 0, total: true })
+  return counted.total
+}
+
 /** self, first, prev, next and last (spec "Page links"); each href repeats the query options (Paging stability 2). */
-function pageLinks (context: EnvelopeContext, base: string, request: ListRequest, page: Page): Link[] {
+function pageLinks (context: EnvelopeContext, base: string, request: ListRequest, page: Page, count: number | undefined): Link[] {
   const { pageSize, stableQuery } = request
   const href = (paging: string) => `${base}?${stableQuery === '' ? '' : `${stableQuery}&`}pageSize=${pageSize}${paging}`
   return request.offset === undefined
     ? tokenLinks(context, request, page, href)
-    : offsetLinks(request, request.offset, page, href)
+    : offsetLinks(request, request.offset, page, count, href)
 }
 
-function offsetLinks (request: ListRequest, offset: number, page: Page, href: (paging: string) => string): Link[] {
+/** `known` is the count when the store gave it or it was counted for an empty page past the end. */
+function offsetLinks (request: ListRequest, offset: number, page: Page, known: number | undefined, href: (paging: string) => string): Link[] {
   const { pageSize } = request
   const byPage = request.pagingMode === 'pageOffset'
   const at = (position: number) => byPage ? `&pageOffset=${pageSize === 0 ? 1 : Math.floor(position / pageSize) + 1}` : `&offset=${position}`
   const links: Link[] = [{ rel: 'self', href: href(byPage ? `&pageOffset=${request.pageOffset}` : at(offset)) }, { rel: 'first', href: href(at(0)) }]
   if (pageSize === 0) return links
-  // The count is known when asked for, or for free on the last page (an empty page past the end says only that count <= offset).
-  const count = page.total ?? (page.hasMore || (page.items.length === 0 && offset > 0) ? undefined : offset + page.items.length)
+  // The count is known when asked for or counted, or for free on the last page with items (or at offset 0).
+  const count = known ?? (page.hasMore || (page.items.length === 0 && offset > 0) ? undefined : offset + page.items.length)
   const lastStart = count === undefined ? undefined : Math.max(0, Math.ceil(count / pageSize) - 1) * pageSize
   if (offset > 0) links.push({ rel: 'prev', href: href(at(Math.max(0, Math.min(offset - pageSize, lastStart ?? Infinity)))) })
   if (page.hasMore) links.push({ rel: 'next', href: href(at(offset + pageSize)) })

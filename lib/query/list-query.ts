@@ -42,9 +42,16 @@ export interface ListQueryContext {
 }
 
 const reserved = new Set(['fields', 'filter', 'sort', 'token', 'offset', 'pageOffset', 'page', 'pageSize', 'total', 'expand', 'include'])
-const nonNegativeInteger = /^(0|[1-9][0-9]{0,8})$/
+// Leading zeros are read as decimal (`007` is 7): nothing else could be meant.
+const digits = /^[0-9]+$/
+// Client-driven paging 3: any position is valid, one past the end gives an empty page; beyond
+// 2^53 - 1 a number no longer names one integer.
+const largestCount = Number.MAX_SAFE_INTEGER
 const filterCacheLimit = 500
-const filterCache = new WeakMap<ResourceModel, Map<string, FilterNode | null>>()
+// A longer input is parsed each time rather than kept, so the cache holds at most
+// filterCacheLimit × filterKeyLimit characters of keys per resource.
+const filterKeyLimit = 4096
+const filterCache = new WeakMap<ResourceModel, Map<string, FilterNode>>()
 
 /** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
 export function parseListQuery (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
@@ -57,7 +64,7 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
     else given[name] = value
   }
 
-  const pageSize = parseCount(given.pageSize, 'pageSize', problems, model.maxPageSize) ?? model.defaultPageSize
+  const pageSize = parseCount(given.pageSize, 'pageSize', problems, 0, model.maxPageSize) ?? model.defaultPageSize
   const total = parseBoolean(given.total, problems)
   const sort = parseSort(model, given.sort, problems)
   const expand = parseRelations(model, given.expand, 'expand', problems)
@@ -70,14 +77,14 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   const pageName = given.pageOffset !== undefined ? 'pageOffset' : 'page'
   if (given.pageOffset !== undefined && given.page !== undefined) problems.push({ name: 'page', reason: 'page is an alias of pageOffset; send one of them' })
   const pageText = given.pageOffset ?? given.page
-  const pageOffset = parseCount(pageText, pageName, problems, Infinity, 1)
-  const offsetValue = parseCount(given.offset, 'offset', problems, Infinity)
+  const pageOffset = parseCount(pageText, pageName, problems, 1)
+  const offsetValue = parseCount(given.offset, 'offset', problems, 0)
   if (given.offset !== undefined && pageText !== undefined) problems.push({ name: pageName, reason: `offset and ${pageName} cannot be combined` })
   const token = given.token
   if (token !== undefined && (given.offset !== undefined || pageText !== undefined)) problems.push({ name: 'token', reason: 'a token cannot be combined with offset or pageOffset' })
 
   const stableQuery = encodeStable([
-    ['filter', given.filter], ...simple.map(([name, values]) => [name, values.join('\u0000')] as const),
+    ['filter', given.filter], ...simple,
     ['sort', given.sort], ['fields', given.fields], ['expand', given.expand], ['include', given.include],
     ['total', total ? 'true' : undefined]
   ])
@@ -103,7 +110,8 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
     window = { kind: 'offset', offset: offsetValue }
     pagingMode = 'offset'
   } else if (pageOffset !== undefined) {
-    window = { kind: 'offset', offset: (pageOffset - 1) * pageSize }
+    // A page that starts past 2^53 - 1 lies past the end of any collection, as does that position.
+    window = { kind: 'offset', offset: Math.min((pageOffset - 1) * pageSize, largestCount) }
     pagingMode = 'pageOffset'
   }
 
@@ -125,15 +133,17 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   }
 }
 
-function parseCount (text: string | undefined, name: string, problems: InvalidParam[], max: number, min = 0): number | undefined {
+/** A count parameter; `maxPageSize` is the limit when given, else the largest safe integer. */
+function parseCount (text: string | undefined, name: string, problems: InvalidParam[], min: number, maxPageSize?: number): number | undefined {
   if (text === undefined) return undefined
-  if (!nonNegativeInteger.test(text)) {
+  if (!digits.test(text)) {
     problems.push({ name, reason: min === 0 ? 'must be a non-negative integer' : `must be an integer of at least ${min}` })
     return undefined
   }
   const value = Number(text)
   if (value < min) problems.push({ name, reason: `must be at least ${min}` })
-  else if (value > max) problems.push({ name, reason: `must not exceed ${max} (maxPageSize)` })
+  else if (maxPageSize !== undefined && value > maxPageSize) problems.push({ name, reason: `must not exceed ${maxPageSize} (maxPageSize)` })
+  else if (value > largestCount) problems.push({ name, reason: `must not exceed ${largestCount} (2^53 - 1)` })
   else return value
   return undefined
 }
@@ -214,10 +224,13 @@ function resolveField (model: ResourceModel, name: string): FieldModel | undefin
 
 function buildFilter (model: ResourceModel, text: string | undefined, simple: Array<[string, string[]]>, problems: InvalidParam[]): FilterNode | null {
   if (text === undefined && simple.length === 0) return null
-  const key = `${text ?? ''}\u0000${simple.map(([n, v]) => `${n}=${v.join('\u0001')}`).join('\u0000')}`
+  // The cache is shared by every client: JSON keeps a missing filter apart from `filter=`, and the
+  // parts apart whatever characters (U+0000 included) a value holds, so no query reads another's tree.
+  const key = JSON.stringify([text ?? null, simple])
   let cache = filterCache.get(model)
   if (cache === undefined) filterCache.set(model, cache = new Map())
-  if (cache.has(key)) return cache.get(key) as FilterNode
+  const cached = cache.get(key)
+  if (cached !== undefined) return cached
   let node: FilterNode | null = null
   const before = problems.length
   if (text !== undefined) {
@@ -242,9 +255,12 @@ function buildFilter (model: ResourceModel, text: string | undefined, simple: Ar
       : { kind: 'in', operand, values: literals }
     node = node === null ? condition : { kind: 'and', left: node, right: condition }
   }
-  if (problems.length > before) return null
-  if (cache.size >= filterCacheLimit) cache.clear()
-  cache.set(key, node)
+  if (problems.length > before || node === null) return null
+  if (key.length <= filterKeyLimit) {
+    // Map order is insertion order: the oldest entry makes room.
+    if (cache.size >= filterCacheLimit) cache.delete(cache.keys().next().value as string)
+    cache.set(key, node)
+  }
   return node
 }
 
@@ -275,11 +291,12 @@ export function coerceLiteral (field: FieldModel, text: string): Literal | undef
   }
 }
 
-function encodeStable (pairs: ReadonlyArray<readonly [string, string | undefined]>): string {
+/** `name=value` pairs; a list repeats its name, so a link carries exactly the values sent (Page links 4). */
+function encodeStable (pairs: ReadonlyArray<readonly [string, string | readonly string[] | undefined]>): string {
   const parts: string[] = []
   for (const [name, value] of pairs) {
     if (value === undefined) continue
-    for (const one of value.split('\u0000')) parts.push(`${encodeURIComponent(name)}=${encodeURIComponent(one)}`)
+    for (const one of typeof value === 'string' ? [value] : value) parts.push(`${encodeURIComponent(name)}=${encodeURIComponent(one)}`)
   }
   return parts.join('&')
 }

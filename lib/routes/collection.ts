@@ -96,5 +96,5 @@ async function listPage (context: RouteContext, model: ResourceModel, base: stri
   const { items, links } = parsed.expand.length + parsed.include.length === 0
     ? { items: projected, links: [] }
     : await attachRelated(context.envelope, model, projected, parsed.expand, parsed.include)
-  return listBody(context.envelope, model, base, parsed, page, items, links)
+  return listBody(context.envelope, model, base, parsed, page, items, links, query)
 }

@@ -24,6 +24,7 @@ import type { RouteContext } from './context.js'
 import { requireBodyType } from './body-type.js'
 import { capabilitiesHandler, normalizeRecord, variantTag, writeHeaders } from './shared.js'
 import { formatVariant } from '../formats/negotiate.js'
+import { readRecordOnce } from '../record-once.js'
 
 /** A PATCH re-reads and re-merges when another write lands between its read and its write. */
 const modifyAttempts = 5
@@ -69,7 +70,7 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
       const { id } = request.params as { id: string }
       const options = parseItemQuery(model, request.query as RawQuery)
       const preconditions = readPreconditions(request.headers)
-      const record = await model.store.get(model, id)
+      const record = await readRecordOnce(request, model, id)
       if (record === null) throw notFound(id)
       let resource = project(record.data, options.fields)
       let links: Link[] | undefined

@@ -7,6 +7,7 @@ import type { Operation, ResourceModel } from '../registry/model.js'
 import type { Fields } from '../stores/store.js'
 import { ForbiddenError, OptionsInvalidError, UnauthorizedError, withHeaders, withInvalidParams } from '../errors.js'
 import { decodeBase64 } from './base64.js'
+import { readRecordOnce } from '../record-once.js'
 
 /** What a verifier answers: the principal, or null/undefined when the credentials are not valid. */
 export type Verified<P> = P | null | undefined | Promise<P | null | undefined>
@@ -232,7 +233,7 @@ export function authorizationHook (authorize: NonNullable<AuthOptions['authorize
   const refusal = `These credentials do not allow ${operationWords[operation]} ${model.name}.`
   return async function checkAuthorization (request: FastifyRequest, _reply: FastifyReply, payload: unknown) {
     const id = item ? (request.params as { id: string }).id : undefined
-    const record = id === undefined ? undefined : (await model.store.get(model, id))?.data ?? null
+    const record = id === undefined ? undefined : (await readRecordOnce(request, model, id))?.data ?? null
     const allowed = await authorize({ principal: request.principal, resource: model.name, operation, method: request.method, id, record, request })
     if (allowed !== true) throw new ForbiddenError(refusal)
     return payload

@@ -25,7 +25,7 @@ function model (name: string, fields: Record<string, FieldType>, relations: Rela
 }
 
 const authors = model('authors', { id: 'integer', name: 'string', born: 'date' })
-const reviews = model('reviews', { id: 'integer', bookId: 'integer', rating: 'number', body: 'string' })
+const reviews = model('reviews', { id: 'integer', bookId: 'integer', rating: 'number', body: 'string', at: 'datetime' })
 const books = model('books', {
   id: 'integer',
   title: 'string',
@@ -114,6 +114,15 @@ t.test('strings holding dates become date literals', async t => {
     left: { kind: 'and', left: { kind: 'not', operand: compare('2023-01-01') }, right: compare('2023-01-02') },
     right: compare('2023-01-03')
   })
+})
+
+t.test('two date-time fields compared are marked as date-times, so they compare as instants', async t => {
+  const field = (path: string[]) => ({ kind: 'field', path, type: 'datetime' })
+  t.strictSame(check('updatedAt lt updatedAt'), { kind: 'compare', op: 'lt', left: field(['updatedAt']), right: field(['updatedAt']) })
+  t.strictSame(check('updatedAt ge reviews/at'), { kind: 'compare', op: 'ge', left: field(['updatedAt']), right: field(['reviews', 'at']) })
+  // Beside a literal or between other fields, the tree stays as parsed.
+  accepts(t, 'updatedAt lt 2023-01-01T00:00Z')
+  accepts(t, 'published lt author/born')
 })
 
 t.test('comparing two fields', async t => {

@@ -1,7 +1,8 @@
 // Unit tests for evaluating filters on records and for the shared value order
 // (spec "Advanced filtering (`filter`)", "Sorting" 3).
 import t from 'tap'
-import { compilePredicate, sortCompare } from '../../lib/query/filter/evaluate.js'
+import { compilePredicate, sortCompare, sortCompareFor } from '../../lib/query/filter/evaluate.js'
+import type { FilterNode } from '../../lib/query/filter/ast.js'
 import { parseFilter } from '../../lib/query/filter/parser.js'
 
 type Item = Record<string, unknown>
@@ -65,6 +66,42 @@ t.test('date-times compare as instants', async t => {
     ['none eq null', true], ['none lt 2023-01-01T09:00Z', false], ['none in (null, 2023-01-01T09:00Z)', true]
   ]
   for (const [filter, expected] of cases) t.equal(matches(filter, record), expected, filter)
+})
+
+t.test('date-times are read in every form the date-time format admits, as PostgreSQL reads them', async t => {
+  const cases: Array<[string, string, boolean]> = [
+    ['2024-01-01t10:00:00+02:00', 'at eq 2024-01-01T08:00:00Z', true],
+    ['2024-01-01 08:00:00z', 'at eq 2024-01-01T08:00:00Z', true],
+    ['2024-01-01\t08:00:00Z', 'at eq 2024-01-01T08:00:00Z', true],
+    ['2024-01-01T10:00:00+02', 'at eq 2024-01-01T08:00:00Z', true],
+    ['2024-01-01T10:30:00+0230', 'at eq 2024-01-01T08:00:00Z', true],
+    ['2024-01-01T03:00:00-05:00', 'at eq 2024-01-01T08:00:00Z', true],
+    ['2024-01-01T08:00Z', 'at eq 2024-01-01T08:00:00.000Z', true],
+    // A leap second rolls into the next minute.
+    ['2023-12-31T23:59:60Z', 'at eq 2024-01-01T00:00:00Z', true],
+    // Stored values keep whole milliseconds, as the SQL store writes them; literals keep microseconds.
+    ['2024-01-01T08:00:00.0009Z', 'at eq 2024-01-01T08:00:00Z', true],
+    ['2024-01-01T08:00:00.0009Z', 'at lt 2024-01-01T08:00:00.0005Z', true],
+    ['2024-01-01T08:00:00.9999996Z', 'at eq 2024-01-01T08:00:01Z', true],
+    ['2024-01-01T08:00:00.123Z', 'at gt 2024-01-01T08:00:00.1229Z', true],
+    ['0099-12-31T23:00:00-01:00', 'at eq 0100-01-01T00:00:00Z', true],
+    ['0099-12-31T23:00:00Z', 'at lt 0100-01-01T00:00:00Z', true],
+    ['not a date', 'at lt 2024-01-01T08:00:00Z', false]
+  ]
+  for (const [at, filter, expected] of cases) t.equal(matches(filter, { at }), expected, `${at}: ${filter}`)
+})
+
+t.test('date-time fields marked by the checker compare with each other as instants', async t => {
+  const record = { start: '2024-01-01T10:00:00+02:00', end: '2024-01-01T09:00:00Z', none: null }
+  const compare = (op: 'lt' | 'gt' | 'eq', left: string, right: string, type?: 'datetime'): boolean => {
+    const node: FilterNode = { kind: 'compare', op, left: { kind: 'field', path: [left], type }, right: { kind: 'field', path: [right], type } }
+    return compilePredicate(node, resolve)(record)
+  }
+  t.equal(compare('lt', 'start', 'end', 'datetime'), true, '08:00Z is before 09:00Z')
+  t.equal(compare('gt', 'start', 'end', 'datetime'), false)
+  t.equal(compare('lt', 'start', 'end'), false, 'unmarked fields compare as they are')
+  t.equal(compare('lt', 'start', 'none', 'datetime'), false, 'null is never ordered')
+  t.equal(compare('eq', 'none', 'none', 'datetime'), true, 'null equals null')
 })
 
 t.test('logic', async t => {
@@ -140,4 +177,14 @@ t.test('sortCompare', async t => {
   t.equal(sortCompare({ a: 1 }, { b: 2 }), 0)
   t.ok(sortCompare(1, 'a') < 0)
   t.ok(sortCompare(true, 'a') > 0)
+})
+
+t.test('sortCompareFor orders date-time fields by instant and other fields by sortCompare', async t => {
+  const byInstant = sortCompareFor('datetime')
+  const values = ['2024-01-01T10:00:00+02:00', '2024-01-01T09:00:00Z', null, '2024-01-01T08:30:00Z']
+  t.strictSame([...values].sort(byInstant), [null, '2024-01-01T10:00:00+02:00', '2024-01-01T08:30:00Z', '2024-01-01T09:00:00Z'])
+  t.strictSame([...values].sort(sortCompare), [null, '2024-01-01T08:30:00Z', '2024-01-01T09:00:00Z', '2024-01-01T10:00:00+02:00'], 'as text the order differs')
+  t.equal(byInstant('2024-01-01T10:00:00+02:00', '2024-01-01T08:00:00.000Z'), 0, 'one instant, two spellings')
+  t.ok(byInstant(undefined, '2024-01-01T08:00:00Z') < 0)
+  for (const type of ['string', 'integer', 'number', 'boolean', 'date', 'json'] as const) t.equal(sortCompareFor(type), sortCompare, type)
 })

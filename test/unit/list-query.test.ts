@@ -70,11 +70,40 @@ t.test('identical filters parse once: the same AST object comes back', async t =
   t.not(parse({ filter: 'year gt 2' }).query.filter, one)
 })
 
-t.test('the filter cache is bounded: it starts afresh when full', async t => {
+t.test('the filter cache is bounded: when full, the oldest entry makes room', async t => {
   const first = parse({ filter: 'year eq 0' }).query.filter
   for (let i = 1; i <= 500; i++) parse({ filter: `year eq ${i}` })
+  const recent = parse({ filter: 'year eq 500' }).query.filter
   t.not(parse({ filter: 'year eq 0' }).query.filter, first, 'evicted, parsed again')
   t.same(parse({ filter: 'year eq 0' }).query.filter, first, 'to the same tree')
+  t.equal(parse({ filter: 'year eq 500' }).query.filter, recent, 'a recent entry stays')
+})
+
+t.test('an input longer than the cache key limit is parsed each time rather than kept', async t => {
+  const long = { title: 'x'.repeat(5000) }
+  const one = parse(long).query.filter
+  t.not(parse(long).query.filter, one)
+  t.same(parse(long).query.filter, one)
+})
+
+t.test('cache keys keep every input apart: separators in values, a missing or empty filter', async t => {
+  const twice = parse({ title: ['C', 'd'] }).query.filter
+  t.not(parse({ title: 'C\u0001d' }).query.filter, twice)
+  t.same(parse({ title: 'C\u0001d' }).query.filter, { kind: 'compare', op: 'eq', left: { kind: 'field', path: ['title'] }, right: { kind: 'literal', type: 'string', value: 'C\u0001d' } })
+  t.same(parse({ title: 'B\u0000year=null' }).query.filter, { kind: 'compare', op: 'eq', left: { kind: 'field', path: ['title'] }, right: { kind: 'literal', type: 'string', value: 'B\u0000year=null' } })
+  t.ok(parse({ title: 'A' }).query.filter)
+  t.same(invalidParams(() => parse({ title: 'A', filter: '' })), [{ name: 'filter', reason: 'unexpected end of filter at position 0' }])
+})
+
+t.test('stableQuery repeats a name per value and keeps each value whole, U+0000 included', async t => {
+  t.equal(parse({ title: 'A\u0000B' }).stableQuery, 'title=A%00B')
+  t.equal(parse({ title: ['A', 'B'] }).stableQuery, 'title=A&title=B')
+})
+
+t.test('a pageOffset whose page would start past 2^53 - 1 reads from 2^53 - 1, past any end', async t => {
+  const request = parse({ pageOffset: '9007199254740991', pageSize: '100' })
+  t.same(request.query.window, { kind: 'offset', offset: Number.MAX_SAFE_INTEGER })
+  t.equal(request.pageOffset, 9007199254740991)
 })
 
 t.test('simple filters become eq, or in for repeated values, ANDed after filter=', async t => {

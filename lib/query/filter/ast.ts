@@ -9,8 +9,12 @@ export type Literal =
   | { readonly kind: 'literal', readonly type: 'null', readonly value: null }
   | { readonly kind: 'literal', readonly type: 'date' | 'datetime', readonly value: string }
 
-/** A property path: `title` is ['title'], `author/name` (or `author.name`) is ['author', 'name']. */
-export interface FieldRef { readonly kind: 'field', readonly path: readonly string[] }
+/**
+ * A property path: `title` is ['title'], `author/name` (or `author.name`) is ['author', 'name'].
+ * `type` is set by checkFilter where the field's type decides how values compare and no literal
+ * beside it says so: a date-time compared with another field compares as an instant.
+ */
+export interface FieldRef { readonly kind: 'field', readonly path: readonly string[], readonly type?: 'datetime' }
 
 /** A value-returning function call. */
 export interface ValueCall { readonly kind: 'call', readonly name: 'tolower' | 'toupper', readonly args: readonly [Operand] }

@@ -54,6 +54,8 @@ export function checkFilter (node: FilterNode, model: ResourceModel): FilterNode
       if (!comparable(leftType, rightType)) {
         throw new FilterTypeError(`${label(left)} (${TYPE_NAMES[leftType]}) cannot be compared with ${label(right)} (${TYPE_NAMES[rightType]})`)
       }
+      // Two date-time fields: only their type says the values are instants (functions take strings).
+      if (leftType === 'datetime') return { ...node, left: { ...left as FieldRef, type: 'datetime' }, right: { ...right as FieldRef, type: 'datetime' } }
       return node
     }
   }

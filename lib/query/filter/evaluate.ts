@@ -1,6 +1,7 @@
 // Evaluates a checked filter on in-memory records (spec "Advanced filtering (`filter`)") with OData
 // null semantics, and defines the value order shared with sorting (spec "Sorting" 3: null first).
 import type { ComparisonOperator, FilterNode, Operand } from './ast.js'
+import type { FieldType } from '../../registry/model.js'
 
 type Item = Record<string, unknown>
 type Resolve = (record: Item, path: readonly string[]) => readonly unknown[]
@@ -21,6 +22,16 @@ export function sortCompare (a: unknown, b: unknown): number {
   if (typeof a === 'number' || typeof a === 'boolean') return Number(a) - Number(b)
   return 0
 }
+
+/**
+ * The value order of a field of `type` (spec "Sorting"): date-times by instant, as PostgreSQL's
+ * timestamptz orders them whatever their offsets, so sorting agrees with filtering; else sortCompare.
+ */
+export function sortCompareFor (type: FieldType): (a: unknown, b: unknown) => number {
+  return type === 'datetime' ? compareInstants : sortCompare
+}
+
+const compareInstants = (a: unknown, b: unknown): number => sortCompare(instant(a, true), instant(b, true))
 
 function rank (value: unknown): number {
   if (value == null) return 0
@@ -52,15 +63,40 @@ const MATCHES = {
   endswith: (text: string, part: string) => text.endsWith(part)
 }
 
-// Date-times with different offsets only order correctly as instants. An unparsable value
-// becomes null, so it matches `ne` but never `eq` or an ordering operator.
-function instant (value: unknown): unknown {
+// RFC 3339 as JSON Schema's date-time format (ajv-formats) admits it (lower-case t and z, white
+// space for the t, ±hh or ±hhmm offsets, second 60) and as filters write it (seconds optional).
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt\s](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)$/
+
+/**
+ * A date-time as milliseconds since the epoch, read as PostgreSQL's timestamptz reads it: a leap
+ * second rolls into the next minute and fractions round to microseconds. Stored values (`truncate`)
+ * keep whole milliseconds, as the SQL store writes them; literals keep their microseconds. An
+ * unparsable value becomes null, so it matches `ne` but never `eq` or an ordering operator.
+ */
+function instant (value: unknown, truncate: boolean): unknown {
   if (typeof value !== 'string') return value
-  const time = Date.parse(value)
-  return Number.isNaN(time) ? null : time
+  const match = DATE_TIME.exec(value)
+  if (match === null) return null
+  const [, year, month, day, hour, minute, second = '0', fraction = '', sign, offsetHours = '0', offsetMinutes = '0'] = match
+  const offset = (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes))
+  // setUTCFullYear, unlike Date.UTC, keeps years 0–99; out-of-range parts roll over.
+  const date = new Date(0)
+  date.setUTCFullYear(Number(year), Number(month) - 1, Number(day))
+  date.setUTCHours(Number(hour), Number(minute) - offset, Number(second))
+  const micros = Math.round(Number(`0.${fraction}`) * 1e6)
+  return date.getTime() + (truncate ? Math.floor(micros / 1000) : micros / 1000)
 }
 
-const asIs = (value: unknown): unknown => value
+/** How a comparison reads its operands: field values and literals, as they are or as instants. */
+interface Conversion {
+  readonly field: (value: unknown) => unknown
+  readonly literal: (value: unknown) => unknown
+}
+
+const same = (value: unknown): unknown => value
+const asIs: Conversion = { field: same, literal: same }
+// Date-times with different offsets only order correctly as instants.
+const asInstants: Conversion = { field: value => instant(value, true), literal: value => instant(value, false) }
 
 /**
  * Compiles the filter into a predicate. `resolve` gives the candidate values of a path for a
@@ -86,8 +122,8 @@ export function compilePredicate (node: FilterNode, resolve: Resolve): (record: 
         return record => !operand(record)
       }
       case 'compare': {
-        // Only a date-time literal tells us the values are date-times (the AST carries no types).
-        const convert = [node.left, node.right].some(isDateTime) ? instant : asIs
+        // A date-time literal, or a field checkFilter marked as a date-time, makes both sides instants.
+        const convert = [node.left, node.right].some(isDateTime) ? asInstants : asIs
         const left = values(node.left, resolve, convert)
         const right = values(node.right, resolve, convert)
         const test = TESTS[node.op]
@@ -97,9 +133,9 @@ export function compilePredicate (node: FilterNode, resolve: Resolve): (record: 
         }
       }
       case 'in': {
-        const convert = node.values.some(isDateTime) ? instant : asIs
+        const convert = node.values.some(isDateTime) ? asInstants : asIs
         const operand = values(node.operand, resolve, convert)
-        const listed = node.values.map(literal => convert(literal.value))
+        const listed = node.values.map(literal => convert.literal(literal.value))
         return record => operand(record).some(a => listed.some(b => equal(a, b)))
       }
       case 'match': {
@@ -118,18 +154,18 @@ export function compilePredicate (node: FilterNode, resolve: Resolve): (record: 
 }
 
 function isDateTime (operand: Operand): boolean {
-  return operand.kind === 'literal' && operand.type === 'datetime'
+  return operand.kind === 'field' ? operand.type === 'datetime' : operand.kind === 'literal' && operand.type === 'datetime'
 }
 
-function values (operand: Operand, resolve: Resolve, convert: (value: unknown) => unknown): Values {
+function values (operand: Operand, resolve: Resolve, convert: Conversion): Values {
   switch (operand.kind) {
     case 'literal': {
-      const constant = [convert(operand.value)]
+      const constant = [convert.literal(operand.value)]
       return () => constant
     }
     case 'field': {
       const { path } = operand
-      return record => resolve(record, path).map(convert)
+      return record => resolve(record, path).map(convert.field)
     }
     case 'call': {
       const arg = values(operand.args[0], resolve, asIs)
