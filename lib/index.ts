@@ -84,7 +84,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   await registerSecurity(app, options, models, url => methodsByRoute.get(url))
   app.addHook('onRequest', createAcceptCheck(formats))
   // Before the resource routes, or they go undocumented; after the error handler, which routes capture when added.
-  await registerOpenApi(app, options, models, schemaOptionsFor(context))
+  await registerOpenApi(app, options, models, schemaOptionsFor(context), context.allow)
 
   app.addSchema({ $id: 'Problem', ...problemSchema })
   const refOf = (model: ResourceModel) => `${schemaNames(model).resource}#`

@@ -1,6 +1,6 @@
 // Response format negotiation (spec "Request headers": Accept, default application/json):
 // resource routes answer JSON or XML (formats/negotiate.ts); an Accept nothing we produce can
-// satisfy is 406.
+// satisfy is 406, and every answer varies on Accept.
 import Negotiator from 'negotiator'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { NotAcceptableError } from './errors.js'
@@ -22,9 +22,9 @@ export function createAcceptCheck (formats: ResponseFormats) {
   return function checkAccept (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) {
     const accept = request.headers.accept
     const available = (request.routeOptions.config as ProducesConfig).produces
+    // JSON or XML, or a 406, by Accept: caches must key on it (RFC 9110 §12.5.5).
+    addVary(reply, 'Accept')
     if (available === undefined) {
-      // JSON or XML by Accept: caches must key on it (RFC 9110 §12.5.5), 406 included.
-      addVary(reply, 'Accept')
       const format = negotiateFormat(accept)
       if (format === undefined) return done(new NotAcceptableError(produced.join(', ')))
       if (format === 'xml') formats.useXml(request, reply)

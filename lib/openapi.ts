@@ -13,6 +13,9 @@ import type { JsonSchema } from './registry/derive.js'
 import { componentNames, documentedRouteSchema, openApiRouteSchema, securitySchemes } from './routes/route-schema.js'
 import type { SchemaOptions } from './routes/route-schema.js'
 import type { ProducesConfig } from './negotiation.js'
+import { problemNamespace } from './formats/xml.js'
+import { describeXml } from './formats/xml-shape.js'
+import type { RefResolver, XmlRoot } from './formats/xml-shape.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
 
@@ -20,11 +23,15 @@ const navigationRels = ['self', 'first', 'prev', 'next', 'last']
 // document from this origin; nothing else, and never framed.
 const docsContentSecurityPolicy = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+/** Records the methods served at a path pattern, for 405 answers (lib/index.ts, RouteContext.allow). */
+export type AllowMethods = (pattern: string, methods: readonly string[]) => void
+
 /**
  * Registers @fastify/swagger (before any route, or routes go undocumented), the document's route
- * and the reference page. The shared schemas (`Book`, `BookList`, `Problem` …) become named components.
+ * and the reference page, whose paths `allow` records so that other methods answer 405 (issue 2,
+ * point 2). The shared schemas (`Book`, `BookList`, `Problem` …) become named components.
  */
-export async function registerOpenApi (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], schemaOptions: SchemaOptions) {
+export async function registerOpenApi (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], schemaOptions: SchemaOptions, allow: AllowMethods) {
   if (options.errorFormat === 'envelope') {
     app.addSchema({ $id: componentNames.problemEnvelope, type: 'object', properties: { errors: { $ref: `${componentNames.problem}#` } }, required: ['errors'] })
   }
@@ -48,7 +55,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
     refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
     transform: documentRoute,
-    transformObject: document => documentLinks(document, models, options.links)
+    transformObject: document => documentXml(documentLinks(document, models, options.links), models)
   })
 
   // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.
@@ -61,14 +68,20 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
   app.get('/openapi.json', { config: { ...json, public: true }, schema: openApiRouteSchema(schemaOptions) }, function serveOpenApi (_request: FastifyRequest, reply: FastifyReply) {
     return reply.type('application/json; charset=utf-8').send(document)
   })
-  await app.register(docsPage, { url: `${prefix}/openapi.json`, title: info.title })
+  const served = new Map<string, Set<string>>([['/openapi.json', new Set(['GET', 'HEAD'])]])
+  await app.register(docsPage, { url: `${prefix}/openapi.json`, title: info.title, served })
+  for (const [path, methods] of served) allow(path, [...methods])
 }
 
-/** Scalar's routes (`/docs`, its redirect and its script), public and with the CSP the page needs. */
-async function docsPage (app: FastifyInstance, { url, title }: { url: string, title: string }) {
+/** Scalar's routes (`/docs`, its redirect and its script), public and with the CSP the page needs; `served` collects their paths and methods. */
+async function docsPage (app: FastifyInstance, { url, title, served }: { url: string, title: string, served: Map<string, Set<string>> }) {
   app.addHook('onRoute', function configureDocsRoute (route: RouteOptions) {
     const config: ProducesConfig = { produces: ['text/html', 'application/javascript'] }
     route.config = { ...route.config, ...config, public: true, contentSecurityPolicy: docsContentSecurityPolicy }
+    const path = route.url.slice(app.prefix.length)
+    const methods = served.get(path) ?? new Set()
+    for (const method of [route.method].flat()) methods.add(method)
+    served.set(path, methods)
   })
   await app.register(scalar, {
     routePrefix: '/docs',
@@ -88,7 +101,9 @@ async function docsPage (app: FastifyInstance, { url, title }: { url: string, ti
 }
 
 type RouteSchema = Record<string, unknown> & { body?: JsonSchema & { $id?: string } }
-interface OpenApiObject { components: { schemas: Record<string, JsonSchema> } }
+interface MediaType { schema: JsonSchema }
+interface Operation { responses: Record<string, { content?: Record<string, MediaType> }> }
+interface OpenApiObject { components: { schemas: Record<string, JsonSchema> }, paths: Record<string, Record<string, Operation>> }
 /** The OpenAPI object @fastify/swagger builds; this module only asks for `openapi`, never `swagger`. */
 const openApiOf = (document: Parameters<SwaggerTransformObject>[0]) => (document as { openapiObject: unknown }).openapiObject as OpenApiObject
 
@@ -141,6 +156,38 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
   for (const rel of navigation) keyed[rel] = link({ type: 'string', enum: [rel] })
   for (const rel of related) keyed[rel] = { type: 'array', items: link({ type: 'string', enum: [rel] }, owner) }
   properties.links = { type: 'object', description: `${description} Keyed by rel: navigation rels hold one link, related ones an array.`, properties: keyed, additionalProperties: false }
+}
+
+/**
+ * OpenAPI 3.1 XML Objects for the XML the server sends and reads (issue 8, point 1): envelopes
+ * under <response>, bodies under the resource's singular, problems as RFC 7807 Appendix A's
+ * <problem>, and inside them the mapping of formats/xml-shape.ts (wrapped arrays, item names).
+ */
+function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) {
+  const schemas = openapi.components.schemas
+  const singulars = new Map(models.map(model => [schemaNames(model).resource, model.singular]))
+  const nameOf = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1)
+  const refs: RefResolver = { schema: ref => schemas[nameOf(ref)], itemName: ref => singulars.get(nameOf(ref)) }
+  const roots = new Map<string, XmlRoot>([[componentNames.problem, { name: 'problem', namespace: problemNamespace }]])
+  for (const model of models) {
+    const names = schemaNames(model)
+    for (const envelope of [names.single, names.list]) roots.set(envelope, { name: 'response' })
+    for (const body of [names.create, names.replace, names.modify]) roots.set(body, { name: model.singular })
+  }
+  // Each component is described from the undescribed others (its $refs resolve to them), then all are swapped in.
+  const described = Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, describeXml(schema, refs, roots.get(name))]))
+  Object.assign(schemas, described)
+  // Inline response bodies (QUERY CAPABILITIES) in their XML form only.
+  for (const item of Object.values(openapi.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const response of Object.values(operation.responses)) {
+        const xml = response.content?.['application/xml']
+        // A copy: the JSON media type may share the object.
+        if (xml !== undefined && xml.schema.$ref === undefined) (response.content as Record<string, MediaType>)['application/xml'] = { ...xml, schema: describeXml(xml.schema, refs, { name: 'response' }) }
+      }
+    }
+  }
+  return openapi
 }
 
 function describeApi (models: readonly ResourceModel[]): string {

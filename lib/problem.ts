@@ -7,8 +7,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, withHeaders } from './errors.js'
 import type { InvalidParam, ProblemExtras } from './errors.js'
 import { toInvalidParams } from './validation.js'
-import { wantsXmlProblem } from './formats/negotiate.js'
-import { problemXmlMediaType, writeProblemXml } from './formats/xml.js'
+import { addVary, wantsXmlProblem } from './formats/negotiate.js'
+import { createProblemXmlWriter, problemXmlMediaType } from './formats/xml.js'
 
 export const problemMediaType = 'application/problem+json; charset=utf-8'
 
@@ -108,6 +108,7 @@ function describe (error: FastifyError & ProblemExtras, request: FastifyRequest)
 
 export function installProblemHandlers (app: FastifyInstance, options: ProblemOptions) {
   const serialize = fastJson(problemBodySchema(options.errorFormat) as Parameters<typeof fastJson>[0])
+  const writeProblemXml = createProblemXmlWriter(problemSchema)
 
   function sendProblem (reply: FastifyReply, request: FastifyRequest, problem: Problem) {
     const body = {
@@ -119,6 +120,8 @@ export function installProblemHandlers (app: FastifyInstance, options: ProblemOp
       invalidParams: problem.invalidParams
     }
     if (problem.headers !== undefined) reply.headers(problem.headers)
+    // Accept picks the problem's form (on a route of one type, whether it is a 406), before its check too (RFC 9110 §12.5.5).
+    addVary(reply, 'Accept')
     // Accept preferring XML gets RFC 7807 Appendix A, whose one form is <problem>, whatever errorFormat says.
     if (wantsXmlProblem(request)) {
       return reply.code(problem.status).type(problemXmlMediaType).serializer(writeProblemXml).send(body)

@@ -1,26 +1,28 @@
 // Response format negotiation (issue 8, points 1 and 4; spec "Request headers": Accept, default
 // application/json; RFC 9110 §12.5.1 q-values, §12.5.5 Vary, §8.8.3 ETags per representation):
-// which Accept gets JSON, XML or 406, Vary on every negotiated response, ETags per format.
+// which Accept gets JSON, XML or 406, Vary on every response Accept decided, ETags per format.
 import t from 'tap'
 import Fastify from 'fastify'
-import { buildApp, json, seed } from './helpers/app.js'
+import { buildApp, json, pick, seed } from './helpers/app.js'
+import { auth } from './helpers/auth.js'
 import { buildSecureApp } from './helpers/secure-app.js'
 import { installFormats } from '../lib/formats/index.js'
 import { addVary } from '../lib/formats/negotiate.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const XML_TYPE = 'application/xml; charset=utf-8'
+const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
+const PROBLEM_XML = 'application/problem+xml; charset=utf-8'
 
-const cases: Array<[accept: string | undefined, expected: string | 406]> = [
+/** The expected type of a 200, or a 406 in the problem type given. */
+const cases: Array<[accept: string | undefined, expected: string | [406, string]]> = [
   [undefined, JSON_TYPE],
   ['*/*', JSON_TYPE],
   ['application/*', JSON_TYPE],
   ['application/json', JSON_TYPE],
   ['application/json; charset=utf-8', JSON_TYPE],
-  ['application/problem+json', JSON_TYPE],
   ['application/xml', XML_TYPE],
   ['application/xml; charset=utf-8', XML_TYPE],
-  ['application/problem+xml', XML_TYPE],
   ['application/xml;q=0.9, application/json;q=0.8', XML_TYPE],
   ['application/json;q=0.5, application/xml', XML_TYPE],
   // Equal q: the type Accept lists first.
@@ -30,9 +32,13 @@ const cases: Array<[accept: string | undefined, expected: string | 406]> = [
   ['application/json;q=0, */*', XML_TYPE],
   // What browsers send: application/xml at 0.9 beats */* at 0.8.
   ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', XML_TYPE],
-  ['text/html', 406],
-  ['application/json;q=0, application/xml;q=0', 406],
-  ['text/xml', 406]
+  ['text/html', [406, PROBLEM_JSON]],
+  ['application/json;q=0, application/xml;q=0', [406, PROBLEM_JSON]],
+  ['text/xml', [406, PROBLEM_JSON]],
+  // Only problem types: no success body satisfies it (RFC 9110 §12.5.1), and the 406 takes the type named.
+  ['application/problem+json', [406, PROBLEM_JSON]],
+  ['application/problem+xml', [406, PROBLEM_XML]],
+  ['application/problem+json, application/problem+xml;q=0.5', [406, PROBLEM_JSON]]
 ]
 
 t.test('Accept decides the format by q-values; JSON by default; 406 when neither fits', async t => {
@@ -40,11 +46,12 @@ t.test('Accept decides the format by q-values; JSON by default; 406 when neither
   const { books } = await seed(app)
   for (const [accept, expected] of cases) {
     const res = await app.inject({ url: `/v1/books/${books[0].id}`, headers: accept === undefined ? {} : { accept } })
-    if (expected === 406) {
+    if (Array.isArray(expected)) {
       t.equal(res.statusCode, 406, String(accept))
-      // A client that accepts neither gets the default problem format.
-      t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
-      t.match(res.json(), { type: '/v1/problems/not-acceptable', detail: /available: application\/json, application\/xml, application\/problem\+json, application\/problem\+xml/ })
+      // A client that accepts no problem type gets the default one.
+      t.equal(res.headers['content-type'], expected[1], String(accept))
+      if (expected[1] === PROBLEM_JSON) t.match(res.json(), { type: '/v1/problems/not-acceptable', detail: /available: application\/json, application\/xml\.$/ })
+      else t.match(res.body, '<type>/v1/problems/not-acceptable</type>')
     } else {
       t.equal(res.statusCode, 200, String(accept))
       t.equal(res.headers['content-type'], expected, String(accept))
@@ -70,20 +77,40 @@ t.test('every negotiated response says Vary: Accept, once, beside what others va
   for (const res of responses) t.equal(String(res.headers.vary).split(/\s*,\s*/).filter(name => name.toLowerCase() === 'accept').length, 1, String(res.headers.vary))
 })
 
-t.test('errors raised before the Accept check (401) are rendered in the format Accept prefers', async t => {
+t.test('errors raised before the Accept check (401) are rendered in the format Accept prefers, with Vary: Accept', async t => {
   const app = await buildSecureApp(t)
   const res = await app.inject({ url: '/v1/books', headers: { accept: 'application/xml' } })
   t.equal(res.statusCode, 401)
-  t.equal(res.headers['content-type'], 'application/problem+xml; charset=utf-8')
+  t.same(pick(res.headers, 'content-type', 'vary'), { 'content-type': PROBLEM_XML, vary: 'Origin, Accept' })
   t.match(res.body, '<type>/v1/problems/unauthorized</type>')
 })
 
-t.test('routes with one fixed type (the problem pages) do not vary on Accept', async t => {
+t.test('a 429 and a 414, both refused before the Accept check, vary on Accept', async t => {
+  const app = await buildSecureApp(t, { rateLimit: { max: 1, timeWindow: '1 minute' }, maxQueryLength: 10 })
+  const long = await app.inject({ url: `/v1/books?filter=${'x'.repeat(20)}`, headers: { ...auth.read, accept: 'application/problem+xml' } })
+  t.same(pick(long.headers, 'content-type', 'vary'), { 'content-type': PROBLEM_XML, vary: 'Origin, Accept' })
+  t.equal(long.statusCode, 414)
+  // The 414 precedes the limiter (security/index.ts), so the limit is spent here.
+  t.equal((await app.inject({ url: '/v1/books', headers: auth.read })).statusCode, 200)
+  const limited = await app.inject({ url: '/v1/books', headers: auth.read })
+  t.equal(limited.statusCode, 429)
+  t.same(pick(limited.headers, 'content-type', 'vary'), { 'content-type': PROBLEM_JSON, vary: 'Origin, Accept' })
+})
+
+t.test('openapi.json varies on Accept: it answers 200 or 406 by it', async t => {
+  const app = await buildApp(t)
+  const ok = await app.inject({ url: '/v1/openapi.json' })
+  const refused = await app.inject({ url: '/v1/openapi.json', headers: { accept: 'application/xml' } })
+  t.same([ok.statusCode, ok.headers.vary], [200, 'Origin, Accept'])
+  t.same([refused.statusCode, refused.headers.vary, refused.headers['content-type']], [406, 'Origin, Accept', PROBLEM_JSON])
+})
+
+t.test('routes with one fixed type (the problem pages) vary on Accept too: it decides 200 or 406', async t => {
   const app = await buildApp(t)
   const res = await app.inject({ url: '/v1/problems/not-found', headers: { accept: 'text/html' } })
   t.equal(res.statusCode, 200)
   for (const headers of [{}, { accept: '*/*' }]) t.equal((await app.inject({ url: '/v1/problems/not-found', headers })).statusCode, 200)
-  t.notOk(/accept/i.test(String(res.headers.vary ?? '')))
+  t.equal(res.headers.vary, 'Origin, Accept')
   // Such routes do not offer XML, so even their problems stay JSON.
   const xmlOnly = await app.inject({ url: '/v1/problems/not-found', headers: { accept: 'application/xml' } })
   t.equal(xmlOnly.statusCode, 406)
@@ -182,7 +209,7 @@ t.test('XML responses wired on a bare Fastify route', async t => {
   const text = await app.inject({ url: '/text' })
   t.same([text.headers['content-type'], text.body], ['text/plain', 'as sent'], 'text a handler sends is left as it is')
   const raw = await app.inject({ url: '/raw' })
-  t.equal(raw.body, '<?xml version="1.0" encoding="UTF-8"?><response xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><a>1</a><extra><i>true</i></extra></response>', 'no response schema: the payload as it is')
+  t.equal(raw.body, '<?xml version="1.0" encoding="UTF-8"?><response xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><a type="number">1</a><extra type="array"><i type="boolean">true</i></extra></response>', 'no response schema: free-form, each element typed')
   const typed = await app.inject({ url: '/typed' })
   t.match(typed.body, /<response [^>]*><a>2<\/a><\/response>$/, 'a schema per content type: its JSON shape')
   t.equal((await app.inject({ url: '/vary' })).headers.vary, 'Origin, accept', 'Accept already named: left alone')

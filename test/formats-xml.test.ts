@@ -209,3 +209,69 @@ t.test('structured (json) fields round-trip through XML', async t => {
   const emptied = await app.inject({ method: 'PATCH', url, headers: xmlIn, payload: '<note><tags/><meta/><remark xsi:nil="true" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"/></note>' })
   t.same(emptied.json().data.note, { id, text: 't', tags: [], meta: { 'odd key': 'v', plain: 'w' }, remark: null })
 })
+
+// Issue 8, point 2: Object.prototype names are member names like any other.
+t.test('XML members named like Object.prototype members get the same 400 invalidParams as JSON', async t => {
+  const app = await buildApp(t)
+  const { authors } = await seed(app)
+  for (const name of ['toString', 'valueOf', 'hasOwnProperty', 'constructor', 'prototype']) {
+    const fromJson = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: `{"title":"T","authorId":"${authors[0].id}","${name}":"x"}` })
+    const fromXml = await app.inject({ method: 'POST', url: '/v1/books', headers: xmlIn, payload: `<book><title>T</title><authorId>${authors[0].id}</authorId><${name}>x</${name}></book>` })
+    t.same({ status: fromXml.statusCode, type: fromXml.headers['content-type'] }, { status: 400, type: 'application/problem+json; charset=utf-8' }, name)
+    t.same(fromXml.json(), fromJson.json(), name)
+    t.match(fromXml.json(), { type: '/v1/problems/body-invalid', invalidParams: [{ name, reason: 'is not a field of this resource' }] }, name)
+  }
+})
+
+// A resource whose json fields defeat a name-driven mapping: keys named like items, fields named
+// links or like a resource's plural, empty strings, arrays and objects, nested numbers and
+// booleans, and values the schema leaves free-form.
+const tricky = (store: Store) => [defineResource({
+  name: 'notes',
+  singular: 'note',
+  store,
+  schema: Type.Object({
+    id: Type.Readonly(Type.String()),
+    text: Type.String(),
+    meta: Type.Record(Type.String(), Type.String()),
+    links: Type.Array(Type.String()),
+    notes: Type.Array(Type.String()),
+    nested: Type.Object({
+      n: Type.Number(),
+      b: Type.Boolean(),
+      list: Type.Array(Type.Integer()),
+      empty: Type.String(),
+      none: Type.Array(Type.String()),
+      bare: Type.Object({ i: Type.Optional(Type.String()) })
+    }),
+    payload: Type.Unknown(),
+    either: Type.Union([Type.String(), Type.Array(Type.String())])
+  }, { additionalProperties: false })
+})]
+
+t.test('a record read as XML and sent back as an XML body is the same record', async t => {
+  const app = await buildApp(t, { resources: tricky })
+  const record = {
+    text: '',
+    meta: { i: 'x', link: 'y' },
+    links: ['a'],
+    notes: ['n'],
+    nested: { n: 1.5, b: false, list: [1, 2], empty: '', none: [], bare: {} },
+    payload: { i: ['', 0, true, null, {}, []], s: '1', o: { link: 'l' } },
+    either: []
+  }
+  const created = await app.inject({ method: 'POST', url: '/v1/notes', headers: json, payload: record })
+  t.equal(created.statusCode, 201)
+  const url = created.headers.location as string
+  const id = url.split('/').pop() as string
+  const asXml = await app.inject({ url, headers: xmlOut })
+  t.equal(asXml.body, `${head}${root}<data><note><id>${id}</id><text></text><meta><i>x</i><link>y</link></meta><links><i>a</i></links><notes><i>n</i></notes>` +
+    '<nested><n>1.5</n><b>false</b><list><i>1</i><i>2</i></list><empty></empty><none/><bare/></nested>' +
+    '<payload type="object"><i type="array"><i></i><i type="number">0</i><i type="boolean">true</i><i xsi:nil="true"/><i type="object"/><i type="array"/></i><s>1</s><o type="object"><link>l</link></o></payload>' +
+    '<either type="array"/></note></data></response>')
+  const note = /<note>.*<\/note>/.exec(asXml.body)?.[0] as string
+  const put = await app.inject({ method: 'PUT', url, headers: { ...xmlIn, 'if-match': asXml.headers.etag as string }, payload: note.replace('<note>', '<note xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">') })
+  t.equal(put.statusCode, 200, put.body)
+  t.same(put.json().data.note, { id, ...record })
+  t.same((await app.inject({ url })).json().data.note, { id, ...record })
+})

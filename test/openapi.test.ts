@@ -53,6 +53,7 @@ const secondOptions = {
   requireIfMatch: true,
   auth: { bearer: (token: string) => token === 'second-token' ? { id: 'second' } : null, basic: () => null },
   resourcePolicies: { events: { deprecation: { date: '2024-01-01T00:00:00Z' } } },
+  handlerTimeout: 30000,
   openapi: { title: 'Second API', version: '2.0.0', description: 'Events, authors and books.' }
 } as const
 
@@ -101,7 +102,14 @@ async function checkSpectral (t: Test, document: Json) {
   t.same(errors, [], 'spectral:oas reports no errors')
 }
 
-/** Invariants every document keeps, whatever the options. */
+const problemXmlRef = '#/components/schemas/Problem'
+// The routes of one media type answer their problems in JSON only (formats/negotiate.ts).
+const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}'])
+
+/**
+ * Invariants every document keeps, whatever the options: problem+json refers to the configured
+ * problem form, problem+xml always to RFC 7807 Appendix A's bare <problem> (what is sent).
+ */
 function checkInvariants (t: Test, document: Json, problemRef: string) {
   const operations = operationsOf(document)
   const ids = operations.map(({ operation }) => operation.operationId)
@@ -116,18 +124,20 @@ function checkInvariants (t: Test, document: Json, problemRef: string) {
         continue
       }
       const types = Object.keys(response.content)
-      t.ok(types.includes('application/problem+json'), `${where} ${status} is application/problem+json`)
-      for (const type of types) t.same(response.content[type].schema, { $ref: problemRef }, `${where} ${status} ${type} refers to the problem schema`)
+      const xml = !jsonOnly.has(path) && status !== '408' && status !== '431'
+      t.same(types, xml ? ['application/problem+json', 'application/problem+xml'] : ['application/problem+json'], `${where} ${status} problem types`)
+      t.same(response.content['application/problem+json'].schema, { $ref: problemRef }, `${where} ${status} JSON refers to the configured problem form`)
+      if (xml) t.same(response.content['application/problem+xml'].schema, { $ref: problemXmlRef }, `${where} ${status} XML refers to the bare problem`)
     }
+    if (method !== 'head') t.ok(operation.responses['405']?.headers?.Allow, `${where} documents 405 with Allow`)
   }
+  t.match(document.components.schemas.Problem.xml, { name: 'problem', namespace: 'urn:ietf:rfc:7807' }, 'the XML problem is <problem> in the RFC 7807 namespace')
 }
 
 /** Each documented path's methods are the ones the server allows there (its 405 and OPTIONS Allow). */
 async function checkAllow (t: Test, app: FastifyInstance, document: Json, headers: Record<string, string>) {
   const server = document.servers[0].url
   for (const [path, item] of Object.entries(document.paths as Json)) {
-    // This document's own route is outside the resource routes' 405 table.
-    if (path === '/openapi.json') continue
     const url = fastifyPath(server, path).replace(/:[a-z]+/g, 'x')
     const res = await app.inject({ method: 'TRACE', url, headers })
     t.equal(res.statusCode, 405, `TRACE ${url} is 405`)
@@ -176,7 +186,7 @@ t.test('the demo document', async t => {
     for (const name of ['Problem', 'Book', 'BookItem', 'BookList', 'BookCreate', 'BookReplace', 'BookPatch', 'Author', 'AuthorItem', 'AuthorList']) t.ok(schemas[name], name)
     t.same(Object.keys(schemas).filter(name => name.startsWith('def-')), [], 'no anonymous components')
     t.same(schemas.BookItem.properties.data.properties.book, { $ref: '#/components/schemas/Book' })
-    t.same(schemas.BookList.properties.data.properties.books.items, { $ref: '#/components/schemas/Book' })
+    t.same(schemas.BookList.properties.data.properties.books.items, { $ref: '#/components/schemas/Book', xml: { name: 'book' } })
     t.equal(schemas.Book.properties.id.readOnly, true, 'the id is read-only in responses')
     t.match(schemas.BookCreate.properties.id, { readOnly: true, not: {} }, 'and marked read-only (and refused) in bodies')
     t.equal(schemas.BookReplace.properties.id.readOnly, true)
@@ -227,9 +237,16 @@ t.test('the demo document', async t => {
     t.ok(book.get.responses['401'].headers['WWW-Authenticate'])
     t.ok(books.get.responses['429'].headers['Retry-After'])
     t.ok(books.get.responses['503'].headers['Retry-After'])
-    t.same(Object.keys(books.post.responses), ['201', '400', '401', '403', '406', '409', '413', '415', '422', '429', '500', '503'])
-    t.same(Object.keys(book.patch.responses), ['200', '400', '401', '403', '404', '406', '409', '412', '413', '415', '422', '429', '500', '503'])
-    t.same(Object.keys(book.delete.responses), ['204', '400', '401', '403', '404', '406', '412', '429', '500', '503'])
+    const everywhere = ['400', '401', '403', '405', '406', '408', '414', '429', '431', '500']
+    const sorted = (statuses: string[]) => [...new Set(statuses)].sort()
+    t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
+    t.same(Object.keys(books.post.responses), sorted(['201', ...everywhere, '409', '412', '413', '415', '422', '503']))
+    t.same(Object.keys(book.patch.responses), sorted(['200', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
+    t.same(Object.keys(book.delete.responses), sorted(['204', ...everywhere, '404', '412', '413', '415', '503']))
+    t.same(Object.keys(books.options.responses), sorted(['200', '204', ...everywhere, '413', '415']), 'the demo allows an origin: preflights are 204')
+    t.same(Object.keys(books.options.responses['204'].headers), ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age'])
+    t.same(Object.keys(document.paths['/openapi.json'].get.responses), sorted(['200', ...everywhere.filter(status => status !== '401')]))
+    t.same(Object.keys(books.get.responses['405'].headers), ['Request-Id', 'Allow'])
     t.ok(document.paths['/authors/{id}'].delete.responses['409'], 'an author with books cannot be deleted')
     t.notOk(document.paths['/authors'].post.responses['422'], 'authors have no relation field to dangle')
     t.same(Object.keys(book.get.responses['403'].content), ['application/problem+json', 'application/problem+xml'])
@@ -306,6 +323,8 @@ t.test('a second app: flat data, envelope errors, link objects, a read-only reso
     t.equal(document.paths['/events'].get.deprecated, true, 'the deprecated resource')
     t.equal(document.paths['/books'].get.deprecated, undefined)
     t.notOk(document.paths['/books'].get.responses['429'], 'no rate limit, no 429')
+    t.ok(document.paths['/openapi.json'].get.responses['503'], 'a handler time limit: 503 everywhere')
+    t.ok(document.paths['/books'].options.responses['503'])
     const parameters = document.paths['/events'].get.parameters.map((parameter: Json) => parameter.name)
     t.notOk(parameters.includes('payload'), 'objects cannot be filtered')
     t.equal(parameters.filter((name: string) => name === 'page').length, 1, 'a field named like a paging parameter is that parameter')
@@ -333,6 +352,8 @@ t.test('without authentication the document names no security and no 401', async
   t.same(document.security, [])
   t.notOk(document.paths['/books'].get.responses['401'])
   t.ok(document.paths['/books'].get.responses['403'], 'a refused Origin is still 403')
+  t.notOk(document.paths['/books'].options.responses['204'], 'no origin allowed, so no preflight')
+  t.notOk(document.paths['/books'].get.responses['429'], 'no rate limit')
   t.equal(document.info.title, 'HTTP JSON API')
   t.match(document.info.description, /^Resources: authors, books\./)
 })
@@ -382,4 +403,19 @@ t.test('a bad openapi option stops registration naming it', async t => {
     t.teardown(() => app.close())
     await t.rejects(async () => { await app.register(apiConventions, { resources: demoResources(memoryStore()), openapi } as unknown as ApiConventionsOptions) }, { code: 'API_ERR_OPTIONS_INVALID', message })
   }
+})
+
+// Issue 2, point 2: every unsupported method on a known path, the document's and the page's included.
+t.test('other methods on openapi.json and the docs page answer 405 problem+json with Allow', async t => {
+  const app = await demoApp(t)
+  const cases: Array<[string, string]> = [
+    ['PUT', '/v1/openapi.json'], ['DELETE', '/v1/openapi.json'], ['OPTIONS', '/v1/openapi.json'], ['POST', '/v1/openapi.json'],
+    ['DELETE', '/v1/docs'], ['PUT', '/v1/docs/'], ['OPTIONS', '/v1/docs'], ['POST', '/v1/docs/js/scalar.js']
+  ]
+  for (const [method, url] of cases) {
+    const res = await app.inject({ method: method as 'PUT', url, headers: write })
+    t.same({ status: res.statusCode, type: res.headers['content-type'], allow: res.headers.allow }, { status: 405, type: 'application/problem+json; charset=utf-8', allow: 'GET, HEAD' }, `${method} ${url}`)
+    t.match(res.json(), { status: 405, type: '/v1/problems/method-not-allowed', detail: `Method ${method} is not allowed here; allowed: GET, HEAD.` })
+  }
+  t.equal((await app.inject({ url: '/v1/openapi.json/more', headers: write })).statusCode, 404, 'paths below them are unknown')
 })

@@ -43,7 +43,8 @@ export function coerceBody (body: Record<string, unknown>, schema: unknown, empt
   return body
 }
 
-function coerceValue (value: unknown, types: Types, emptyIsNull: boolean): unknown {
+/** One text value as the first of `types` it reads as (xml.ts reads every element through it). */
+export function coerceValue (value: unknown, types: Types, emptyIsNull: boolean): unknown {
   if (typeof value !== 'string') return value
   // An empty element or value is an empty structure for a structured (json) field.
   if (value === '' && types.has('array')) return []

@@ -1,36 +1,48 @@
 // Wire formats beyond JSON (spec "Request headers": Content-Type, Accept; issue 8): the XML, form
 // and multipart body parsers and the XML response serializer, wired once at registration. The
 // JSON path is untouched: these parsers run only for their media types, XML only when negotiated.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { JsonSchema } from '../registry/derive.js'
+import { schemaNames } from '../registry/derive.js'
 import type { ResourceModel } from '../registry/model.js'
-import { UnsupportedMediaTypeError } from '../errors.js'
+import { UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
 import { coerceBody } from './coerce.js'
 import { parseMultipart, parseUrlEncoded } from './form.js'
 import { kFormat, markFormat } from './negotiate.js'
 import { createXmlWriter, parseXml, xmlMediaType } from './xml.js'
+import type { RefResolver } from './xml-shape.js'
 
 export interface ResponseFormats {
   /** Sends this reply as XML: called by the Accept check when XML wins. */
   readonly useXml: (request: FastifyRequest, reply: FastifyReply) => void
 }
 
-/** The body schema of the route a request matched, for the coercion of text values. */
-const bodySchemaOf = (request: FastifyRequest): unknown => request.routeOptions.schema?.body
+/** The body schema of the route a request matched, for reading text values by their types. */
+const bodySchemaOf = (request: FastifyRequest) => request.routeOptions.schema?.body as JsonSchema | undefined
 
-/** Fastify decodes string bodies as UTF-8 whatever the charset says: any other charset is refused. */
-function checkCharset (request: FastifyRequest) {
-  // The parser runs only for a request that named its type, so the header is there.
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] as string)?.[1].toLowerCase()
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii') {
-    throw new UnsupportedMediaTypeError(`Request bodies must be UTF-8; received charset=${charset}.`)
-  }
+const utf8 = new Set(['utf-8', 'utf8', 'us-ascii'])
+// Fastify never parses GET and HEAD bodies.
+const bodiless = new Set(['GET', 'HEAD'])
+
+/**
+ * Bodies are decoded as UTF-8 (JSON: RFC 8259 §8.1) whatever the charset says: a Content-Type
+ * naming another charset is refused (415, spec "Errors" 6) before the body is read.
+ */
+function checkCharset (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1].toLowerCase()
+  if (charset === undefined || utf8.has(charset)) return done()
+  done(withInvalidParams(new UnsupportedMediaTypeError(`Request bodies must be UTF-8; received charset=${charset}.`), [{ name: 'Content-Type', reason: `charset ${charset} is not accepted; send UTF-8` }]))
 }
 
 export function installFormats (app: FastifyInstance, models: readonly ResourceModel[]): ResponseFormats {
+  // On each route that reads a body, after its own Content-Type check (routes/body-type.ts).
+  app.addHook('onRoute', function checkBodyCharset (route: RouteOptions) {
+    if ([route.method].flat().every(method => bodiless.has(method))) return
+    route.onRequest = [...[route.onRequest ?? []].flat(), checkCharset]
+  })
   // parseAs 'string' holds XML and urlencoded bodies to bodyLimit (413) like JSON.
   app.addContentTypeParser('application/xml', { parseAs: 'string' }, async function parseXmlBody (request: FastifyRequest, body: string | Buffer) {
-    checkCharset(request)
-    return coerceBody(parseXml(body as string), bodySchemaOf(request), false)
+    return parseXml(body as string, bodySchemaOf(request))
   })
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, async function parseFormBody (request: FastifyRequest, body: string | Buffer) {
     return coerceBody(parseUrlEncoded(body as string), bodySchemaOf(request), true)
@@ -41,7 +53,8 @@ export function installFormats (app: FastifyInstance, models: readonly ResourceM
   // Initialised on the prototype, so a JSON request never writes it.
   app.decorateRequest(kFormat, null)
 
-  const writeXml = createXmlWriter(itemNamesOf(models))
+  // The shared schemas (`Book`, `BookList` …) are added after this; they are looked up when first written.
+  const writeXml = createXmlWriter(sharedSchemas(app, models))
   return {
     useXml (request, reply) {
       markFormat(request, 'xml')
@@ -49,7 +62,7 @@ export function installFormats (app: FastifyInstance, models: readonly ResourceM
         // A handler that sends text (an HTML page) keeps its own type.
         if (typeof payload === 'string') return payload
         reply.type(xmlMediaType)
-        return writeXml(asJson(reply, payload))
+        return writeXml(asJson(reply, payload), responseSchemaOf(reply))
       })
     }
   }
@@ -67,14 +80,22 @@ function asJson (reply: FastifyReply, payload: unknown): unknown {
   return typeof serialize === 'function' ? JSON.parse(serialize(payload as Record<string, unknown>)) : payload
 }
 
-/** `books` → `book`: collections and embedded to-many relations name their items by the resource. */
-function itemNamesOf (models: readonly ResourceModel[]): ReadonlyMap<string, string> {
-  const names = new Map<string, string>()
-  for (const model of models) {
-    if (!names.has(model.name)) names.set(model.name, model.singular)
-    for (const relation of model.relations.values()) {
-      if (relation.kind === 'many' && !names.has(relation.name)) names.set(relation.name, relation.target.singular)
-    }
+type ResponseSchemas = Record<string, JsonSchema & { content?: Record<string, { schema: JsonSchema }> }>
+
+/** The schema of this response: the serialized one, else the documented one (OPTIONS), else none (free-form). */
+function responseSchemaOf (reply: FastifyReply): JsonSchema | undefined {
+  const status = String(reply.statusCode)
+  const schema = reply.request.routeOptions.schema as { response?: ResponseSchemas, documentedResponses?: ResponseSchemas } | undefined
+  const response = schema?.response?.[status] ?? schema?.documentedResponses?.[status]
+  return response?.content?.['application/json']?.schema ?? response
+}
+
+/** `Book#` → the shared schema; arrays of a resource name their items by its singular (`books` → <book>). */
+function sharedSchemas (app: FastifyInstance, models: readonly ResourceModel[]): RefResolver {
+  const singulars = new Map(models.map(model => [schemaNames(model).resource, model.singular]))
+  const idOf = (ref: string) => ref.replace(/#.*$/, '')
+  return {
+    schema: ref => app.getSchema(idOf(ref)) as JsonSchema | undefined,
+    itemName: ref => singulars.get(idOf(ref))
   }
-  return names
 }

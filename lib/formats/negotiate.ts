@@ -7,15 +7,19 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 
 export type Format = 'json' | 'xml'
 
+/** What resource routes produce; the order breaks ties (`*∕*` → JSON, and with JSON refused, XML). */
+export const produced: readonly string[] = ['application/json', 'application/xml']
 /**
- * What resource routes produce; the order breaks ties (`*∕*` → JSON, and with JSON refused, XML
- * before the problem types). The problem types are listed so that an Accept naming only them is
- * no 406; they select the format of the same name.
+ * The problem types, which only errors take: an Accept naming nothing else is satisfied by no
+ * success response, so it is 406 (RFC 9110 §12.5.1; issue 8, point 4), answered in the problem
+ * type it names.
  */
-export const produced: readonly string[] = ['application/json', 'application/xml', 'application/problem+json', 'application/problem+xml']
+export const problemTypes: readonly string[] = ['application/problem+json', 'application/problem+xml']
 // Offered with the charset we send, so `Accept: application/xml; charset=utf-8` matches too.
 const offered = produced.map(type => `${type}; charset=utf-8`)
-const formatOf: Readonly<Record<string, Format>> = Object.fromEntries(offered.map(type => [type, type.includes('xml') ? 'xml' : 'json']))
+// Problems in either form, the problem types first, so `*∕*` and `application/*` keep JSON.
+const problemOffered = [...problemTypes, ...produced].map(type => `${type}; charset=utf-8`)
+const formatOf: Readonly<Record<string, Format>> = Object.fromEntries(problemOffered.map(type => [type, type.includes('xml') ? 'xml' : 'json']))
 
 /**
  * The format Accept asks for, or undefined when it accepts neither (406).
@@ -32,11 +36,15 @@ export function negotiateFormat (accept: string | undefined): Format | undefined
 
 /**
  * Whether an error is rendered as application/problem+xml: on routes that offer XML (resource
- * routes and unknown paths) when Accept prefers it. Routes with one fixed type (`produces`:
- * openapi.json, the docs and problem pages) answer problems in JSON.
+ * routes and unknown paths) when Accept prefers XML or problem+xml. Routes with one fixed type
+ * (`produces`: openapi.json, the docs and problem pages) answer problems in JSON.
  */
 export function wantsXmlProblem (request: FastifyRequest): boolean {
-  return (request.routeOptions.config as { produces?: unknown }).produces === undefined && negotiateFormat(request.headers.accept) === 'xml'
+  if ((request.routeOptions.config as { produces?: unknown }).produces !== undefined) return false
+  const accept = request.headers.accept
+  if (accept === undefined) return false
+  const type = new Negotiator({ headers: { accept } }).mediaType(problemOffered)
+  return type !== undefined && formatOf[type] === 'xml'
 }
 
 // The chosen format, on the request for the ETag (an XML body is another representation).

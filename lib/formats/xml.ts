@@ -1,34 +1,46 @@
 // The XML wire format (spec "Request headers": Content-Type and Accept allow application/xml): one
-// fixed mapping between the JSON envelope and XML, both ways, and RFC 7807 Appendix A problems.
+// mapping between JSON values and XML, both ways, driven by the schema of what is sent or read
+// (xml-shape.ts), and RFC 7807 Appendix A problems.
 //
 // Writing: the root is <response> (or <problem xmlns="urn:ietf:rfc:7807">); each member becomes
 // an element of its name, in order; null is <name xsi:nil="true"/>; booleans are true/false and
-// numbers as JSON writes them; array items are <link> under links, the resource's singular for
-// collections and embedded to-many relations (itemNames), and <i> otherwise (RFC 7807 App. A).
-// Reading: the root element holds one element per field, all values arrive as text (or null,
-// or arrays of <i> items) and coerce.ts gives them the field's type before validation.
+// numbers as JSON writes them; array items are <link> under the root's links, the resource's
+// singular for arrays of resources, and <i> otherwise (RFC 7807 App. A). Where the schema admits
+// more than one JSON type (or none is known), a non-string element says which: type="number".
+// Reading: the root element holds one element per field, read by the body schema the same way.
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
 import { BodyMalformedError, UnsupportedMediaTypeError } from '../errors.js'
+import type { JsonSchema } from '../registry/derive.js'
+import { coerceValue } from './coerce.js'
+import { kinds, shapeOf } from './xml-shape.js'
+import type { Kind, RefResolver, Shape } from './xml-shape.js'
 
 export const xmlMediaType = 'application/xml; charset=utf-8'
 export const problemXmlMediaType = 'application/problem+xml; charset=utf-8'
+/** RFC 7807 Appendix A. */
+export const problemNamespace = 'urn:ietf:rfc:7807'
 
 const declaration = '<?xml version="1.0" encoding="UTF-8"?>'
 const xsiNamespace = ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
 
-/** Item element names of arrays, by the name of the member holding the array (`books` → `book`). */
-export type ItemNames = ReadonlyMap<string, string>
+/** Schemas without references (bodies, problems) need no resolver. */
+export const noRefs: RefResolver = { schema: () => undefined, itemName: () => undefined }
 
-/** The serializer of XML responses: the envelope under <response>. */
-export function createXmlWriter (itemNames: ItemNames): (body: unknown) => string {
-  return body => declaration + write('response', xsiNamespace, body, itemNames, false)
+/**
+ * The serializer of XML responses: the envelope under <response>, mapped by its response schema
+ * (undefined: free-form, every element typed).
+ * @example
+ * createXmlWriter(noRefs)({ data: { n: 1 } }, { type: 'object', properties: { data: { type: 'object', properties: { n: { type: 'integer' } } } } })
+ * // '<?xml …?><response xmlns:xsi="…"><data><n>1</n></data></response>'
+ */
+export function createXmlWriter (refs: RefResolver): (body: unknown, schema: JsonSchema | undefined) => string {
+  return (body, schema) => declaration + writeRoot('response', xsiNamespace, body, shapeOf(schema, refs))
 }
 
-const noItemNames: ItemNames = new Map()
-
 /** RFC 7807 Appendix A: the problem members under <problem> in the urn:ietf:rfc:7807 namespace. */
-export function writeProblemXml (problem: unknown): string {
-  return declaration + write('problem', ` xmlns="urn:ietf:rfc:7807"${xsiNamespace}`, problem, noItemNames, false)
+export function createProblemXmlWriter (schema: JsonSchema): (problem: unknown) => string {
+  const shape = shapeOf(schema, noRefs)
+  return problem => declaration + writeRoot('problem', ` xmlns="${problemNamespace}"${xsiNamespace}`, problem, shape)
 }
 
 // Names that are not XML names (or are reserved: `xml…`) are written <member name="…">.
@@ -44,38 +56,56 @@ export function escapeXml (text: string): string {
   return special.test(text) ? text.replace(illegal, '\uFFFD').replace(/[&<>"\r]/g, c => entities[c]) : text
 }
 
-function write (name: string, attributes: string, value: unknown, itemNames: ItemNames, inLinks: boolean): string {
-  const open = plainName.test(name) ? name + attributes : `member name="${escapeXml(name)}"${attributes}`
-  const close = plainName.test(name) ? name : 'member'
-  if (value === null) return `<${open} xsi:nil="true"/>`
-  switch (typeof value) {
-    case 'string': return `<${open}>${escapeXml(value)}</${close}>`
-    case 'boolean': return `<${open}>${value}</${close}>`
-    // JSON writes non-finite numbers as null.
-    case 'number': return Number.isFinite(value) ? `<${open}>${value}</${close}>` : `<${open} xsi:nil="true"/>`
-    case 'object': break
-    default: return ''
-  }
-  const links = inLinks || name === 'links'
+/** The root: its members, the root's `links` with <link> items. */
+function writeRoot (name: string, attributes: string, body: unknown, shape: Shape): string {
   let content = ''
-  if (Array.isArray(value)) {
-    const item = links ? 'link' : itemNames.get(name) ?? 'i'
-    for (const entry of value) content += write(item, '', entry === undefined ? null : entry, itemNames, links)
+  for (const [key, member] of Object.entries(body ?? {})) if (member !== undefined) content += write(key, key === 'links' ? shape.linksMember : shape.member(key), member)
+  return content === '' ? `<${name}${attributes}/>` : `<${name}${attributes}>${content}</${name}>`
+}
+
+/** The JSON type of a value as written; undefined for what JSON leaves out (functions, symbols). */
+function kindOf (value: unknown): Kind | undefined {
+  if (Array.isArray(value)) return 'array'
+  const type = typeof value
+  return kinds.has(type) ? type as Kind : undefined
+}
+
+function write (name: string, shape: Shape, value: unknown): string {
+  const plain = plainName.test(name)
+  const open = plain ? name : `member name="${escapeXml(name)}"`
+  const close = plain ? name : 'member'
+  const json = (value as { toJSON?: () => unknown } | null | undefined)?.toJSON
+  // Dates and other values with toJSON are written as JSON would write them.
+  if (typeof json === 'function') return write(name, shape, json.call(value))
+  // JSON writes non-finite numbers and undefined array items as null.
+  if (value === null || value === undefined || (typeof value === 'number' && !Number.isFinite(value))) return `<${open} xsi:nil="true"/>`
+  const kind = kindOf(value)
+  if (kind === undefined) return ''
+  // A value the schema does not admit (a route without a serializer) is written free-form.
+  const as = shape.kinds.has(kind) ? shape : shapeOf(undefined, noRefs)
+  const typed = as.tagged && kind !== 'string' ? `${open} type="${kind}"` : open
+  let content = ''
+  if (kind === 'array') {
+    for (const item of value as unknown[]) content += write(as.itemName, as.items, item)
+  } else if (kind === 'object') {
+    // JSON leaves undefined members out.
+    for (const [key, member] of Object.entries(value as object)) if (member !== undefined) content += write(key, as.member(key), member)
   } else {
-    const json = (value as { toJSON?: () => unknown }).toJSON
-    // Dates and other values with toJSON are written as JSON would write them.
-    if (typeof json === 'function') return write(name, attributes, json.call(value), itemNames, inLinks)
-    for (const [key, member] of Object.entries(value)) content += write(key, '', member, itemNames, links)
+    return `<${typed}>${kind === 'string' ? escapeXml(value as string) : String(value)}</${close}>`
   }
-  return content === '' ? `<${open}/>` : `<${open}>${content}</${close}>`
+  return content === '' ? `<${typed}/>` : `<${typed}>${content}</${close}>`
 }
 
 // Parsing. No entity processing by the parser: DTDs are refused before it runs and the five
 // predefined entities and character references are decoded here, so nothing can expand.
+// Element names reach us with a leading space (no XML name has one): the parser then never sees
+// `constructor`, `toString` … as names, which it would refuse or rename, and members keep the
+// names sent, for the validator to judge exactly as in JSON (issue 8, point 2).
 const parser = new XMLParser({
   preserveOrder: true,
   ignoreAttributes: false,
-  attributeNamePrefix: '',
+  attributeNamePrefix: '@',
+  transformTagName: (name: string) => ` ${name}`,
   parseTagValue: false,
   parseAttributeValue: false,
   trimValues: false,
@@ -89,13 +119,15 @@ const parser = new XMLParser({
 const malformed = (reason: string) => new BodyMalformedError(`XML ${reason}`)
 
 /**
- * Reads an XML request body into the object its root element describes: one member per child
- * element, text values as strings, `xsi:nil="true"` as null, children all named <i> as an array,
- * repeated elements as an array. Throws 400 for anything not well-formed or carrying a DTD.
+ * Reads an XML request body into the object its root element describes, one member per child
+ * element, each read by its schema (`schema`: the route's body schema): text as the field's type,
+ * children as an array's items or an object's members, `xsi:nil="true"` as null; a repeated
+ * element becomes an array, for the validator to judge. Throws 400 for anything not well-formed
+ * or carrying a DTD.
  * @example
- * parseXml('<book><title>Solaris</title><year>1961</year></book>') // { title: 'Solaris', year: '1961' }
+ * parseXml('<book><title>Solaris</title><year>1961</year></book>', bookSchema) // { title: 'Solaris', year: 1961 }
  */
-export function parseXml (source: string): Record<string, unknown> {
+export function parseXml (source: string, schema?: JsonSchema): Record<string, unknown> {
   // XML 1.0 §2.11: line ends are normalised before parsing.
   const text = source.replace(/\r\n?/g, '\n')
   checkEncoding(text)
@@ -116,7 +148,7 @@ export function parseXml (source: string): Record<string, unknown> {
   if (roots.length !== 1) throw malformed('must have exactly one root element.')
   const { text: rootText, elements } = split(roots[0][tagOf(roots[0]) as string] as XmlNode[])
   if (rootText.trim() !== '') throw malformed('root element must contain only elements, one per field.')
-  return membersOf(elements)
+  return membersOf(elements, shapeOf(schema, noRefs))
 }
 
 /** The body is read as UTF-8 (Fastify decodes it so); a declaration naming another encoding is refused. */
@@ -143,7 +175,7 @@ function hasDeclarations (text: string): boolean {
 type XmlNode = Record<string, unknown>
 interface Element { readonly name: string, readonly attributes: Record<string, string>, readonly children: XmlNode[] }
 
-const tagOf = (node: XmlNode) => Object.keys(node).find(key => key !== ':@' && key !== '#text' && key !== '#cdata')
+const tagOf = (node: XmlNode) => Object.keys(node).find(key => key[0] === ' ')
 
 function split (children: XmlNode[]): { text: string, elements: Element[] } {
   let text = ''
@@ -152,30 +184,59 @@ function split (children: XmlNode[]): { text: string, elements: Element[] } {
     if ('#text' in node) text += decodeText(String(node['#text']))
     else if ('#cdata' in node) text += (node['#cdata'] as XmlNode[]).map(part => String(part['#text'])).join('')
     else {
-      const name = tagOf(node) as string
-      elements.push({ name, attributes: (node[':@'] ?? {}) as Record<string, string>, children: node[name] as XmlNode[] })
+      const tag = tagOf(node) as string
+      // The parser may add the space twice (to self-closing tags).
+      elements.push({ name: tag.trimStart(), attributes: (node[':@'] ?? {}) as Record<string, string>, children: node[tag] as XmlNode[] })
     }
   }
   return { text, elements }
 }
 
-function valueOf (element: Element): unknown {
-  const nil = element.attributes.nil
+function valueOf (element: Element, shape: Shape): unknown {
+  const nil = element.attributes['@nil']
   if (nil === 'true' || nil === '1') return null
   const { text, elements } = split(element.children)
-  if (elements.length === 0) return text
-  if (text.trim() !== '') throw malformed(`element <${element.name}> mixes text and elements.`)
-  return elements.every(child => child.name === 'i') ? elements.map(valueOf) : membersOf(elements)
+  if (elements.length > 0 && text.trim() !== '') throw malformed(`element <${element.name}> mixes text and elements.`)
+  const named = shape.tagged ? namedKind(element) : undefined
+  const kind = shape.tagged ? named ?? guessKind(shape, elements.length > 0) : shape.kind
+  if (kind === 'array') {
+    if (elements.length > 0) return elements.map(item => valueOf(item, shape.items))
+    return text.trim() === '' ? [] : text
+  }
+  if (kind === 'object' || elements.length > 0) {
+    // Children where a scalar belongs: an object, which the validator refuses by the field's type.
+    if (elements.length > 0) return membersOf(elements, kind === 'object' ? shape : shapeOf(undefined, noRefs))
+    return text.trim() === '' ? {} : text
+  }
+  // Text stays text where strings are allowed, unless the element names another kind.
+  if (named === undefined && shape.kinds.has('string')) return text
+  const value = coerceValue(text, named === undefined ? shape.types : new Set([named]), false)
+  if (named !== undefined && named !== 'string' && typeof value === 'string') throw malformed(`element <${element.name}> says type="${named}" but holds ${JSON.stringify(text)}.`)
+  return value
 }
 
-/** Child elements as members; a repeated name becomes an array, for the validator to judge. */
-function membersOf (elements: readonly Element[]): Record<string, unknown> {
+/** The kind an element says it holds (type="number" …), where the schema admits several. */
+function namedKind (element: Element): Kind | undefined {
+  const named = element.attributes['@type']
+  return named !== undefined && kinds.has(named) ? named as Kind : undefined
+}
+
+/** Without type="…": children make an object (an array if only that is admitted); text is read by the admitted types. */
+function guessKind (shape: Shape, hasChildren: boolean): Kind | undefined {
+  if (!hasChildren) return undefined
+  return shape.kinds.has('array') && !shape.kinds.has('object') ? 'array' : 'object'
+}
+
+/** Child elements as members, each by its member's shape; a repeated name becomes an array, for the validator to judge. */
+function membersOf (elements: readonly Element[], shape: Shape): Record<string, unknown> {
   const grouped = new Map<string, unknown[]>()
   for (const element of elements) {
-    const name = element.name === 'member' && element.attributes.name !== undefined ? decodeText(element.attributes.name) : element.name
+    const label = element.attributes['@name']
+    const name = element.name === 'member' && label !== undefined ? decodeText(label) : element.name
+    const value = valueOf(element, shape.member(name))
     const values = grouped.get(name)
-    if (values === undefined) grouped.set(name, [valueOf(element)])
-    else values.push(valueOf(element))
+    if (values === undefined) grouped.set(name, [value])
+    else values.push(value)
   }
   const members: Record<string, unknown> = {}
   // defineProperty: a member named __proto__ stays an own member the validator refuses by name.

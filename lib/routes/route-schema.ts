@@ -7,7 +7,7 @@ import type { FieldModel, RelationModel, ResourceModel } from '../registry/model
 import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { ResolvedOptions } from '../options.js'
-import { produced } from '../formats/negotiate.js'
+import { problemTypes, produced } from '../formats/negotiate.js'
 import { maxAuditHeaderLength } from '../security/audit-headers.js'
 import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
@@ -22,6 +22,10 @@ export interface SchemaOptions {
   readonly rateLimited: boolean
   /** The API or the resource is deprecated (Deprecation, Sunset and Link headers on its responses). */
   readonly deprecated: boolean
+  /** Origins are allowed: an OPTIONS with Access-Control-Request-Method is a CORS preflight, 204. */
+  readonly corsPreflight: boolean
+  /** Handlers have a time limit: 503 applies everywhere. */
+  readonly timeLimited: boolean
 }
 
 /** The schema options of one resource's routes (or of the plugin's other routes, without a model). */
@@ -32,7 +36,9 @@ export function schemaOptionsFor (context: RouteContext, model?: ResourceModel):
     requireIfMatch: model?.requireIfMatch ?? options.requireIfMatch,
     authenticated: options.auth !== null,
     rateLimited: options.rateLimit !== null,
-    deprecated: options.deprecation !== undefined || (model !== undefined && options.resourcePolicies.get(model.name)?.deprecation !== undefined)
+    deprecated: options.deprecation !== undefined || (model !== undefined && options.resourcePolicies.get(model.name)?.deprecation !== undefined),
+    corsPreflight: options.cors.origins.length > 0,
+    timeLimited: options.handlerTimeout !== undefined
   }
 }
 
@@ -108,19 +114,24 @@ const reasons: Readonly<Record<number, string>> = {
   401: 'credentials are missing, malformed or not valid; WWW-Authenticate names the method.',
   403: 'the Origin is not allowed, or the credentials do not allow this operation.',
   404: 'no such resource.',
+  405: 'a method this path does not list; Allow names the ones it does. (Each operation of the path shows it.)',
   406: 'Accept names no media type this operation produces.',
+  408: 'the request took too long to arrive; answered at the connection, before routing, when the host installs createClientErrorHandler.',
   409: 'the request conflicts with the current state of the resource.',
   412: 'a precondition (If-Match, If-None-Match, If-Unmodified-Since) does not hold; nothing changed.',
   413: 'the body is larger than the configured limit.',
-  415: 'Content-Type is missing or not accepted here.',
+  414: 'the query string is longer than maxQueryLength.',
+  415: 'Content-Type is missing, not accepted here, or names a charset other than UTF-8.',
   422: 'a relation field names a related resource that does not exist.',
   428: 'this server requires If-Match on writes.',
   429: 'too many requests; Retry-After says when to try again.',
+  431: 'the request headers are too large; answered at the connection, before routing, when the host installs createClientErrorHandler.',
   500: 'an unexpected error; details are logged, never returned.',
-  503: 'the data store is unavailable; retry later.'
+  503: 'the data store is unavailable, or the handler ran out of time; retry later.'
 }
 const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
   401: { 'WWW-Authenticate': { type: 'string', description: 'The authentication method and realm, e.g. Bearer realm="api".' } },
+  405: { Allow: { type: 'string', description: 'The methods this path allows.' } },
   429: {
     'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
     'RateLimit-Limit': { type: 'string', description: 'Requests allowed per window.' },
@@ -131,22 +142,31 @@ const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
 }
 
 // The formats resource routes answer in, by Accept (formats/negotiate.ts).
-const successTypes = produced.filter(type => !type.includes('problem'))
-const problemTypes = produced.filter(type => type.includes('problem'))
+const successTypes = [...produced]
+// Answered at the socket by createClientErrorHandler, in JSON only (security/limits.ts).
+const connectionStatuses = new Set([408, 431])
 
-/** The problem responses of an operation, for the statuses it can answer, in the given media types. */
-function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}): Record<number, JsonSchema> {
-  // Every route: Origin checks (403), Accept (406), the unexpected (500).
-  const all = [...statuses, 403, 406, 500]
+/**
+ * The problem responses of an operation, for the statuses it can answer. Routes that offer XML
+ * answer problems in either type by Accept; others (`offersXml` false) in application/problem+json only.
+ * The XML form is RFC 7807 Appendix A's bare <problem> whatever errorFormat says (problem.ts).
+ */
+function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}, offersXml = true): Record<number, JsonSchema> {
+  // Every route: date and audit headers (400), Origin checks (403), other methods (405), Accept
+  // (406), the connection limits (408, 431), the query length (414), the unexpected (500).
+  const all = [...statuses, 400, 403, 405, 406, 408, 414, 431, 500]
   if (options.authenticated) all.push(401)
   if (options.rateLimited) all.push(429)
-  const schema = { $ref: `${options.errorFormat === 'flat' ? componentNames.problem : componentNames.problemEnvelope}#` }
+  if (options.timeLimited) all.push(503)
+  const asJson = { schema: { $ref: `${options.errorFormat === 'flat' ? componentNames.problem : componentNames.problemEnvelope}#` } }
+  const asXml = { schema: { $ref: `${componentNames.problem}#` } }
   const responses: Record<number, JsonSchema> = {}
   for (const status of [...new Set(all)].sort((a, b) => a - b)) {
+    const xml = offersXml && !connectionStatuses.has(status)
     responses[status] = {
       description: `${STATUS_CODES[status]}: ${refine[status] ?? reasons[status]}`,
       headers: { ...requestId, ...problemHeaders[status] },
-      content: Object.fromEntries(problemTypes.map(type => [type, { schema }]))
+      content: { [problemTypes[0]]: asJson, ...(xml ? { [problemTypes[1]]: asXml } : {}) }
     }
   }
   return responses
@@ -262,6 +282,12 @@ function tagged (model: ResourceModel, options: SchemaOptions, operationId: stri
 // only slow the boot (measured: 168 unused compiles, about a quarter of it); openapi.ts merges
 // them into the document.
 
+// A collection exists and has no validators of its own (routes/collection.ts, RFC 9110 §13.2.2).
+const collectionConditions = {
+  304: { type: 'null', description: 'Not Modified: If-None-Match is *; no body.', headers: requestId }
+}
+const collectionPrecondition = { 412: 'If-Match names an entity tag (a collection has none), or If-None-Match is * on a write.' }
+
 export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
   const names = schemaNames(model)
   return {
@@ -273,7 +299,13 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
     response: {
       200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}`, headers: requestId }
     },
-    documentedResponses: problems(options, [400, 503], { 400: 'a query parameter or header is invalid (unknown field, bad filter, pageSize above maxPageSize, a token from another query); invalidParams names each one.' })
+    documentedResponses: {
+      ...collectionConditions,
+      ...problems(options, [400, 412, 503], {
+        400: 'a query parameter or header is invalid (unknown field, bad filter, pageSize above maxPageSize, a token from another query); invalidParams names each one.',
+        ...collectionPrecondition
+      })
+    }
   }
 }
 
@@ -289,7 +321,10 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
     response: {
       200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}`, headers: requestId }
     },
-    documentedResponses: problems(options, [400, 404, 503], { 404: `no ${parent.singular} with this ${parent.idField}.` })
+    documentedResponses: {
+      ...collectionConditions,
+      ...problems(options, [400, 404, 412, 503], { 404: `no ${parent.singular} with this ${parent.idField}.`, ...collectionPrecondition })
+    }
   }
 }
 
@@ -307,7 +342,7 @@ export function retrieveRouteSchema (model: ResourceModel, options: SchemaOption
     },
     documentedResponses: {
       304: { type: 'null', description: 'Not Modified: the representation matches If-None-Match (or If-Modified-Since); no body.', headers: { ...validators, ...requestId } },
-      ...problems(options, [400, 404, 503], { 404: `no ${model.singular} with this ${model.idField}.` })
+      ...problems(options, [400, 404, 412, 503], { 404: `no ${model.singular} with this ${model.idField}.`, 412: 'If-Match or If-Unmodified-Since does not hold.' })
     }
   }
 }
@@ -337,8 +372,9 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
         headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...requestId }
       }
     },
-    documentedResponses: problems(options, writeStatuses(model, false, [400, 409, 413, 415, 503]), {
-      409: `a ${model.singular} with the generated ${model.idField} already exists.`
+    documentedResponses: problems(options, writeStatuses(model, false, [400, 409, 412, 413, 415, 503]), {
+      409: `a ${model.singular} with the generated ${model.idField} already exists.`,
+      ...collectionPrecondition
     })
   }
 }
@@ -378,7 +414,8 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
 
 export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions) {
   const children = [...model.relations.values()].filter(relation => relation.kind === 'many')
-  const statuses = [400, 404, 412, 503, ...(children.length > 0 ? [409] : []), ...(options.requireIfMatch ? [428] : [])]
+  // DELETE may carry a body, which is parsed (415, 413) though unused.
+  const statuses = [400, 404, 412, 413, 415, 503, ...(children.length > 0 ? [409] : []), ...(options.requireIfMatch ? [428] : [])]
   return {
     ...tagged(model, options, `delete${pascal(model.singular)}`, `Delete ${a(model.singular)}`,
       `DELETE ${a(model.singular)}; conditional with If-Match.`),
@@ -391,6 +428,17 @@ export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions)
         409: `the ${model.singular} still has ${children.map(relation => relation.name).join(' or ')}; delete or move them first.`
       })
     }
+  }
+}
+
+const preflight = {
+  type: 'null',
+  description: 'A CORS preflight (Origin on the allow-list and Access-Control-Request-Method), answered before authentication; no body.',
+  headers: {
+    'Access-Control-Allow-Origin': { type: 'string', description: 'The Origin of the request, never *.' },
+    'Access-Control-Allow-Methods': { type: 'string', description: 'The methods a browser may use.' },
+    'Access-Control-Allow-Headers': { type: 'string', description: 'The request headers a browser may send.' },
+    'Access-Control-Max-Age': { type: 'string', description: 'Seconds a browser may cache this answer.' }
   }
 }
 
@@ -411,7 +459,9 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
         description: 'The allowed methods.',
         headers: { Allow: { type: 'string', description: `The allowed methods: ${methods.join(', ')}.` }, ...requestId }
       },
-      ...problems(options, [400])
+      ...(options.corsPreflight ? { 204: preflight } : {}),
+      // OPTIONS may carry a body, which is parsed (415, 413) though unused.
+      ...problems(options, [400, 413, 415])
     }
   }
 }
@@ -433,8 +483,8 @@ export function documentedRouteSchema (schema: Record<string, unknown>, method: 
 
 const documentation = 'documentation'
 const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } })
-/** Public routes: no credentials, so no 401. */
-const publicProblems = (options: SchemaOptions, statuses: readonly number[]) => problems({ ...options, authenticated: false }, statuses)
+/** Public routes of one media type: no credentials, so no 401; problems in JSON only (formats/negotiate.ts). */
+const publicProblems = (options: SchemaOptions, statuses: readonly number[]) => problems({ ...options, authenticated: false }, statuses, {}, false)
 
 /** `{prefix}/openapi.json`: this document. */
 export function openApiRouteSchema (options: SchemaOptions) {
