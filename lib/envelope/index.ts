@@ -5,6 +5,7 @@ import type { Fields, ListQuery, Page, StoredRecord } from '../stores/store.js'
 import type { ListRequest } from '../query/list-query.js'
 import type { CursorCodec } from '../query/cursor.js'
 import type { EnvelopeOptions } from '../registry/derive.js'
+import { compareText } from '../query/filter/evaluate.js'
 
 export interface Link { readonly rel: string, readonly href: string, readonly [member: string]: string }
 
@@ -91,8 +92,8 @@ async function fetchRelated (model: ResourceModel, relation: RelationModel, item
   return item => byParent.get(item[model.idField]) ?? []
 }
 
-// Ids are unique within a resource, so two never compare equal.
-const compareIds = (a: unknown, b: unknown) => String(a) < String(b) ? -1 : 1
+// Children in id order, as the SQL store's ORDER BY id COLLATE "C" gives them.
+const compareIds = (a: unknown, b: unknown) => compareText(String(a), String(b))
 
 /**
  * Collection envelope with paging metadata and navigation links (spec "Paging", "Page links").

@@ -1,7 +1,7 @@
 // Unit tests for evaluating filters on records and for the shared value order
 // (spec "Advanced filtering (`filter`)", "Sorting" 3).
 import t from 'tap'
-import { compilePredicate, sortCompare, sortCompareFor } from '../../lib/query/filter/evaluate.js'
+import { compareText, compilePredicate, sortCompare, sortCompareFor } from '../../lib/query/filter/evaluate.js'
 import type { FilterNode } from '../../lib/query/filter/ast.js'
 import { parseFilter } from '../../lib/query/filter/parser.js'
 
@@ -187,4 +187,19 @@ t.test('sortCompareFor orders date-time fields by instant and other fields by so
   t.equal(byInstant('2024-01-01T10:00:00+02:00', '2024-01-01T08:00:00.000Z'), 0, 'one instant, two spellings')
   t.ok(byInstant(undefined, '2024-01-01T08:00:00Z') < 0)
   for (const type of ['string', 'integer', 'number', 'boolean', 'date', 'json'] as const) t.equal(sortCompareFor(type), sortCompare, type)
+})
+
+t.test('strings order by code point, as PostgreSQL\'s "C" collation does, not by UTF-16 code unit', async t => {
+  // Code unit order puts 😀 (U+1F600, surrogates D83D DE00) before ！ (U+FF01); code points do not.
+  const texts = ['😀', '！', '\uE000', 'a', 'a😀', 'a！', '', '\uD7FF', '𐀀']
+  const byCodePoint = (a: string, b: string) => {
+    const [x, y] = [[...a].map(c => c.codePointAt(0) as number), [...b].map(c => c.codePointAt(0) as number)]
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i]
+    return x.length - y.length
+  }
+  t.same([...texts].sort(compareText), [...texts].sort(byCodePoint))
+  t.same([...texts].sort(sortCompare), [...texts].sort(byCodePoint), 'sortCompare, which the memory store\'s indexes use')
+  t.ok(compareText('😀', '！') > 0)
+  t.equal(compareText('same', 'same'), 0)
+  t.same(['😀', '！', 'z'].filter(title => matches("title gt '！'", { title })), ['😀'], 'filters compare the same way')
 })

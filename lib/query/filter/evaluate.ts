@@ -8,20 +8,33 @@ type Resolve = (record: Item, path: readonly string[]) => readonly unknown[]
 type Values = (record: Item) => readonly unknown[]
 
 /**
- * Orders values: null and undefined below everything, then numbers, strings (code unit order),
+ * Orders values: null and undefined below everything, then numbers, strings (code point order),
  * booleans (false before true). Values of different kinds order by kind so the order is total;
  * other values (objects) compare equal.
  */
 export function sortCompare (a: unknown, b: unknown): number {
   const byKind = rank(a) - rank(b)
   if (byKind !== 0) return byKind
-  if (typeof a === 'string') {
-    const other = String(b)
-    return a < other ? -1 : a > other ? 1 : 0
-  }
+  if (typeof a === 'string') return compareText(a, String(b))
   if (typeof a === 'number' || typeof a === 'boolean') return Number(a) - Number(b)
   return 0
 }
+
+/**
+ * Code point order, which PostgreSQL's "C" collation (UTF-8 bytes) gives: JavaScript's `<` compares
+ * UTF-16 code units, which put U+10000 and above (surrogates, D800–DFFF) before U+E000–U+FFFF.
+ */
+export function compareText (a: string, b: string): number {
+  if (a === b) return 0
+  const length = Math.min(a.length, b.length)
+  let at = 0
+  while (at < length && a.charCodeAt(at) === b.charCodeAt(at)) at++
+  if (at === length) return a.length - b.length
+  return codePointRank(a.charCodeAt(at)) - codePointRank(b.charCodeAt(at))
+}
+
+// Surrogates move above the rest of the BMP; U+E000–U+FFFF move down into the gap they leave.
+const codePointRank = (unit: number) => unit < 0xd800 ? unit : unit >= 0xe000 ? unit - 0x800 : unit + 0x2000
 
 /**
  * The value order of a field of `type` (spec "Sorting"): date-times by instant, as PostgreSQL's
