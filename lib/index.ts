@@ -24,6 +24,8 @@ import { schemaOptionsFor } from './routes/route-schema.js'
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
   const models = buildRegistry(options.resources)
+  // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up (issue 6).
+  for (const store of new Set(models.map(model => model.store))) await store.prepare?.(models.filter(model => model.store === store))
   const prefix = app.prefix
   if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
 

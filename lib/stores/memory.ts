@@ -7,6 +7,7 @@ import type { FilterNode } from '../query/filter/ast.js'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
+import { storedFields } from './values.js'
 import type { Fields, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
 import { ConflictError } from '../errors.js'
 
@@ -116,9 +117,11 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     }
   }
 
-  function write (model: ResourceModel, id: string, data: Fields, previous: StoredRecord | undefined): StoredRecord {
+  function write (model: ResourceModel, id: string, fields: Fields, previous: StoredRecord | undefined): StoredRecord {
+    // Date-times kept as the SQL store keeps them, so both answer and sort alike (values.ts).
+    const data = storedFields(model, fields)
     checkRelated(model, data)
-    const record = Object.freeze({ data: Object.freeze({ ...data }), version: (previous?.version ?? 0) + 1, modifiedAt: now() })
+    const record = Object.freeze({ data: Object.freeze(data), version: (previous?.version ?? 0) + 1, modifiedAt: now() })
     table(model).rows.set(id, record)
     reindex(model, previous, record)
     return record

@@ -61,5 +61,10 @@ export interface Store {
   /** Replaces all fields; null when the id does not exist. */
   update (model: ResourceModel, id: string, fields: Fields, how?: WriteOptions): Promise<StoredRecord | null | typeof VERSION_MISMATCH>
   remove (model: ResourceModel, id: string, how?: WriteOptions): Promise<boolean | typeof VERSION_MISMATCH>
+  /**
+   * Optional: called once at start-up with the models the store serves, so that a store that
+   * must check or create tables fails start-up, not requests, when it cannot serve a schema.
+   */
+  prepare? (models: readonly ResourceModel[]): Promise<void>
   close (): Promise<void>
 }

@@ -1,26 +1,47 @@
 // Property (issue 3, "Tests"; spec "Paging" → token-based paging, "Paging stability"): walking token
 // pages with random page sizes while books are created and deleted between pages, forward via `next`
-// and backward via `prev`, visits every book that existed throughout exactly once, in order.
+// and backward via `prev`, visits every book that existed throughout exactly once, in order; also
+// with control characters in simple-filter values and a sort on a date-time in several offsets.
 import t from 'tap'
 import fc from 'fast-check'
+import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { defineResource } from '../../lib/index.js'
+import type { Store } from '../../lib/index.js'
+import { Author } from '../../schemas/authors.js'
+import { Book } from '../../schemas/books.js'
 import { buildApp, create } from '../helpers/app.js'
 import { hrefOf, withParam } from '../helpers/list-app.js'
 import type { Item } from '../helpers/list-app.js'
 
-const sorts = ['', 'title', '-year', 'rating,-title', '-available,year', '-id', 'year,-rating']
+// The demo's books plus a date-time.
+const TimedBook = Type.Object({ ...Book.properties, at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]) }, { additionalProperties: false })
+
+function resources (store: Store) {
+  return [
+    defineResource({ name: 'authors', singular: 'author', schema: Author, store }),
+    defineResource({ name: 'books', singular: 'book', schema: TimedBook, store, relations: { author: { kind: 'one', resource: 'authors', field: 'authorId' } } })
+  ]
+}
+
+const sorts = ['', 'title', '-year', 'rating,-title', '-available,year', '-id', 'year,-rating', 'at', '-at,title']
+/** Query string → the books it selects. */
 const filters: Record<string, (book: Item) => boolean> = {
   '': () => true,
-  'available eq true': book => book.available === true,
-  'year ne null': book => book.year !== null,
-  "year ge 1961 or startswith(title, 'B')": book => (typeof book.year === 'number' && book.year >= 1961) || (book.title as string).startsWith('B')
+  [`filter=${encodeURIComponent('available eq true')}`]: book => book.available === true,
+  [`filter=${encodeURIComponent('year ne null')}`]: book => book.year !== null,
+  [`filter=${encodeURIComponent("year ge 1961 or startswith(title, 'B')")}`]: book => (typeof book.year === 'number' && book.year >= 1961) || (book.title as string).startsWith('B'),
+  'title=A%00B&title=B%01b&title=C': book => ['A\u0000B', 'B\u0001b', 'C'].includes(book.title as string),
+  [`filter=${encodeURIComponent('at ge 2024-01-01T08:30:00Z')}&title=A&title=A%00B`]: book => typeof book.at === 'string' && Date.parse(book.at) >= Date.parse('2024-01-01T08:30:00Z') && ['A', 'A\u0000B'].includes(book.title as string)
 }
 
 const bookArb = fc.record({
-  title: fc.constantFrom('A', 'B', 'Bb', 'C'),
+  title: fc.constantFrom('A', 'B', 'Bb', 'C', 'A\u0000B', 'B\u0001b'),
   year: fc.constantFrom(1957, 1961, 1969, null),
   rating: fc.constantFrom(1, 2.5, null),
-  available: fc.boolean()
+  available: fc.boolean(),
+  // As text these order otherwise than as instants.
+  at: fc.constantFrom('2024-01-01T10:00:00+02:00', '2024-01-01T09:00:00Z', '2024-01-01T08:30:00Z', '2024-01-01T03:45:00-05:00', null)
 })
 
 /** Between two page reads: create some books and delete some (by position among the live ones). */
@@ -33,14 +54,15 @@ const stepArb = fc.record({ pageSize: fc.integer({ min: 1, max: 5 }), changes: c
 type Changes = Array<{ create: object } | { delete: number }>
 interface Step { pageSize: number, changes: Changes }
 
-/** The order the sort asks for: null lowest, then the id (ascending unless sorted on) as tie-breaker. */
+/** The order the sort asks for: null lowest, date-times by instant, then the id (ascending unless sorted on) as tie-breaker. */
 function comparator (sort: string) {
   const keys = sort === '' ? [] : sort.split(',').map(key => key.startsWith('-') ? { field: key.slice(1), sign: -1 } : { field: key, sign: 1 })
   if (!keys.some(key => key.field === 'id')) keys.push({ field: 'id', sign: 1 })
+  const valueOf = (item: Item, field: string) => (field === 'at' && typeof item.at === 'string' ? Date.parse(item.at) : item[field]) as string | number | boolean | null
   return (a: Item, b: Item): number => {
     for (const { field, sign } of keys) {
-      const x = a[field] as string | number | boolean | null
-      const y = b[field] as string | number | boolean | null
+      const x = valueOf(a, field)
+      const y = valueOf(b, field)
       if (x === y) continue
       if (x === null) return -sign
       if (y === null) return sign
@@ -114,14 +136,14 @@ t.test('token walks forward and backward never duplicate or skip an item present
     fc.array(bookArb, { minLength: 8, maxLength: 30 }),
     fc.integer({ min: 1, max: 5 }), fc.array(stepArb, { minLength: 1, maxLength: 8 }),
     async (sort, filter, initial, firstSize, steps) => {
-      const app = await buildApp(t)
+      const app = await buildApp(t, { resources })
       try {
         const author = await create(app, 'authors', { name: 'Walker' })
         const library = new Library(app, author.id)
         for (const book of initial) await library.add(book)
         const compare = comparator(sort)
         const matches = filters[filter]
-        const query = [sort === '' ? '' : `sort=${encodeURIComponent(sort)}`, filter === '' ? '' : `filter=${encodeURIComponent(filter)}`].filter(Boolean).join('&')
+        const query = [sort === '' ? '' : `sort=${encodeURIComponent(sort)}`, filter].filter(Boolean).join('&')
 
         // Forward from the first page.
         const before = new Set([...library.live.values()].filter(matches).map(book => book.id))

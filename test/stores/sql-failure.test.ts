@@ -69,6 +69,19 @@ t.test('database down: 503 with Retry-After on every operation, then recovery wi
   t.match(res.json().data, { author: { name: 'A' } })
 })
 
+t.test('prepared at start-up while the database is down: start-up goes on, requests are 503 until it is back', async t => {
+  const { database, set } = switchable(pgliteDatabase(db, false))
+  const store = new SqlStore(database, { schema: 'failure_prepare', tables: {}, migrate: true, caseCollation: 'pg_unicode_fast', retryAfterSeconds: 5 })
+  const { authors, books } = suiteModels(store)
+  set(true)
+  await store.prepare([authors, books])
+  t.pass('prepare leaves an unreachable database to the first request')
+  const app = await buildApp(t, { store })
+  await expectUnavailable(t, app, { url: '/v1/books' }, '5')
+  set(false)
+  t.equal((await app.inject({ url: '/v1/books' })).statusCode, 200)
+})
+
 t.test('a connection without a current schema needs the schema option; the store closes what it opened', async t => {
   await db.exec('SET search_path TO no_such_schema')
   t.teardown(() => db.exec('SET search_path TO public'))
@@ -91,7 +104,7 @@ t.test('the pg Pool adapter: queries, upgrades in a transaction, rollback, pool 
   await store.close()
   t.same((await pool.query('SELECT 1 AS one')).rows, [{ one: 1 }], 'a given pool is not ended')
 
-  await db.exec('CREATE SCHEMA failure_rollback; CREATE VIEW failure_rollback.books AS SELECT 1 AS id')
+  await db.exec("CREATE SCHEMA failure_rollback; CREATE VIEW failure_rollback.books AS SELECT 'x'::text AS id WHERE false")
   const failing = await postgresStore({ pool, schema: 'failure_rollback' })
   const models = suiteModels(failing)
   await t.rejects(failing.list(models.authors, listQuery(models.authors)))

@@ -87,6 +87,10 @@ t.test('factory options are checked before anything connects', async t => {
   for (const retryAfterSeconds of [-1, 1.5, '2']) {
     await t.rejects(postgresStore({ retryAfterSeconds: retryAfterSeconds as number }), { name: 'TypeError', message: /retryAfterSeconds/ })
   }
+  for (const queryTimeoutMillis of [0, -5, 1.5, '10000', Infinity]) {
+    await t.rejects(postgresStore({ queryTimeoutMillis: queryTimeoutMillis as number }),
+      { name: 'TypeError', message: `postgresStore option queryTimeoutMillis must be a positive integer, received ${String(queryTimeoutMillis)}` })
+  }
   const pool = new pg.Pool()
   t.teardown(() => pool.end())
   await t.rejects(postgresStore({ pool, connectionString: 'postgres://x@127.0.0.1/y' }), { message: /either pool, or connectionString/ })

@@ -28,7 +28,20 @@ export interface PostgresStoreOptions extends SqlStoreOptions {
   readonly pool?: pg.Pool
   /** Otherwise the store creates (and on close ends) a pool from this URL and `poolOptions`. */
   readonly connectionString?: string
+  /**
+   * Options of the pool the store creates; they override its defaults (`connectionTimeoutMillis`
+   * 5000, `keepAlive` true, `statement_timeout` = `queryTimeoutMillis`).
+   */
   readonly poolOptions?: pg.PoolConfig
+  /**
+   * The longest a request waits on the database, in milliseconds; then it answers 503 with
+   * `Retry-After`. On a pool the store creates, the server cancels a statement running this long
+   * (`statement_timeout`); on any pool, a connection whose server has not answered one second
+   * later is given up (node-postgres `query_timeout`), so a server that stops answering (a dead
+   * host, a network partition) cannot hold requests. Connecting is bounded by the pool's
+   * `connectionTimeoutMillis`. Default 10000.
+   */
+  readonly queryTimeoutMillis?: number
 }
 
 export interface PgliteStoreOptions extends SqlStoreOptions {
@@ -41,6 +54,13 @@ export interface PgliteStoreOptions extends SqlStoreOptions {
 /**
  * A store on PostgreSQL through node-postgres. Resolves once the database answers; rejects with
  * the driver's error when it cannot be reached.
+ *
+ * `tolower`/`toupper` in filters map case as JavaScript does when the server has the
+ * `pg_unicode_fast` collation (PostgreSQL 18+) or ICU (`und-x-icu`, checked when the store
+ * opens), except for characters newer than the server's Unicode version, which stay unchanged
+ * (PostgreSQL 15 with ICU 72 knows Unicode 15.0). On a server with neither, case maps one
+ * character at a time: `ß`, `İ`, a final `Σ` and ligatures such as `ﬀ` then differ from the
+ * memory store.
  * @example
  * const store = await postgresStore({ connectionString: process.env.DATABASE_URL })
  */
@@ -49,9 +69,22 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
   if (options.pool !== undefined && (options.connectionString !== undefined || options.poolOptions !== undefined)) {
     throw new TypeError('postgresStore: give either pool, or connectionString and poolOptions, not both')
   }
-  // Fail a connection attempt in seconds rather than waiting for the operating system's timeout.
-  const pool = options.pool ?? new pg.Pool({ connectionTimeoutMillis: 5000, connectionString: options.connectionString, ...options.poolOptions })
-  return await openStore(poolDatabase(pool, options.pool === undefined), options)
+  const { queryTimeoutMillis = 10_000 } = options
+  if (!Number.isInteger(queryTimeoutMillis) || queryTimeoutMillis < 1) {
+    throw new TypeError(`postgresStore option queryTimeoutMillis must be a positive integer, received ${String(queryTimeoutMillis)}`)
+  }
+  // Fail a connection attempt in seconds rather than waiting for the operating system's timeout;
+  // keepalive probes find a peer that vanished while its connection sat idle in the pool.
+  const pool = options.pool ?? new pg.Pool({
+    connectionTimeoutMillis: 5000,
+    keepAlive: true,
+    statement_timeout: queryTimeoutMillis,
+    connectionString: options.connectionString,
+    ...options.poolOptions
+  })
+  // The client waits a second longer than statement_timeout (PostgreSQL "Client Connection
+  // Defaults"), whose cancel (57014, also a 503) keeps the connection usable.
+  return await openStore(poolDatabase(pool, options.pool === undefined, queryTimeoutMillis + 1000), options)
 }
 
 /**
@@ -80,9 +113,12 @@ function checkOptions (options: SqlStoreOptions) {
 
 async function openStore (db: SqlDatabase, options: SqlStoreOptions): Promise<Store> {
   try {
-    // pg_unicode_fast (PostgreSQL 18+) maps case exactly as JavaScript's toLowerCase/toUpperCase do.
+    // tolower/toupper need full Unicode case mapping, as JavaScript's toLowerCase/toUpperCase
+    // (ß → SS, İ → i̇, final sigma, ligatures): pg_unicode_fast (PostgreSQL 18+) or ICU's root
+    // locale do it; the libc 'default' maps character by character, where those differ.
     const [[current, caseCollation]] = await db.query(`SELECT current_schema(), COALESCE((SELECT collname FROM pg_collation
-      WHERE collname = 'pg_unicode_fast' AND collencoding IN (-1, (SELECT encoding FROM pg_database WHERE datname = current_database()))), 'default')`, [])
+      WHERE collname IN ('pg_unicode_fast', 'und-x-icu') AND collencoding IN (-1, (SELECT encoding FROM pg_database WHERE datname = current_database()))
+      ORDER BY collname = 'pg_unicode_fast' DESC LIMIT 1), 'default')`, [])
     const schema = options.schema ?? current
     if (typeof schema !== 'string') throw new TypeError('SQL store: the connection has no current schema (no schema in search_path exists); set the schema option')
     return new SqlStore(db, {

@@ -1,29 +1,39 @@
 // node-postgres behind the store's query interface (issue 6 "One store, two engines").
 import type pg from 'pg'
+import { isUnavailable } from './store.js'
 import type { QueryFunction, SqlDatabase } from './store.js'
 
 function ignore () {}
 
-/** `owned`: the store created the pool, so closing the store ends it. */
-export function poolDatabase (pool: pg.Pool, owned: boolean): SqlDatabase {
+/**
+ * `owned`: the store created the pool, so closing the store ends it. `queryTimeoutMillis`: how
+ * long the driver waits for any one answer before it gives up on the connection (issue 6
+ * "Failure": a server that stops answering must not hold requests forever).
+ */
+export function poolDatabase (pool: pg.Pool, owned: boolean, queryTimeoutMillis: number): SqlDatabase {
   // An idle client whose server went away emits 'error' on the pool; unhandled, that event would
   // crash the process. The pool drops the client; the next query reconnects or fails with a 503.
   pool.on('error', ignore)
-  const runOn = (client: pg.Pool | pg.PoolClient): QueryFunction => async (text, values) =>
-    (await client.query<unknown[]>({ text, values: [...values], rowMode: 'array' })).rows
+  const send = async (client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = []) => {
+    // node-postgres query_timeout rejects with 'Query read timeout' (a 503); the pool discards the connection.
+    const config: pg.QueryArrayConfig & { query_timeout: number } = { text, values: [...values], rowMode: 'array', query_timeout: queryTimeoutMillis }
+    return (await client.query<unknown[]>(config)).rows
+  }
+  const runOn = (client: pg.Pool | pg.PoolClient): QueryFunction => async (text, values) => await send(client, text, values)
   return {
     query: runOn(pool),
     async transaction (work) {
       const client = await pool.connect()
       try {
-        await client.query('BEGIN')
+        await send(client, 'BEGIN')
         const result = await work(runOn(client))
-        await client.query('COMMIT')
+        await send(client, 'COMMIT')
         client.release()
         return result
       } catch (error) {
-        // The connection may be gone too: the client is discarded rather than reused.
-        await client.query('ROLLBACK').catch(ignore)
+        // Discarding the connection ends the transaction too (the server rolls it back); on one
+        // that failed or stopped answering, a ROLLBACK would only wait for the timeout again.
+        if (!isUnavailable(error)) await send(client, 'ROLLBACK').catch(ignore)
         client.release(true)
         throw error
       }

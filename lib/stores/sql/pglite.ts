@@ -9,6 +9,8 @@ export function pgliteDatabase (db: PGlite, owned: boolean): SqlDatabase {
     (await target.query<unknown[]>(text, [...values], { rowMode: 'array' })).rows
   return {
     query: runOn(db),
+    // PGlite decodes each text with TextDecoder('utf-8'), which removes a leading U+FEFF (0.5.16).
+    dropsLeadingBom: true,
     async transaction (work) {
       return await db.transaction(async tx => await work(runOn(tx)))
     },

@@ -9,7 +9,7 @@ import type { Fields, ListQuery, Page, Store, StoredRecord, WriteOptions } from 
 import { compileList } from './compile.js'
 import type { CompileContext } from './compile.js'
 import { foreignKeyName, migrate } from './ddl.js'
-import { arrayCast, columnRef, MAIN, resolveTable, typed } from './table.js'
+import { arrayCast, columnRef, MAIN, resolveTable, unstorableText, writeValue } from './table.js'
 import type { Column, Table, TableMapping } from './table.js'
 import { ident, join, sql, toQuery } from './sql.js'
 import type { Sql } from './sql.js'
@@ -19,6 +19,8 @@ export type QueryFunction = (text: string, values: readonly unknown[]) => Promis
 
 export interface SqlDatabase {
   readonly query: QueryFunction
+  /** The driver drops a leading U+FEFF from every text it decodes: the store reads text with one more. */
+  readonly dropsLeadingBom?: boolean
   /** Runs `work` on one connection between BEGIN and COMMIT (ROLLBACK when it throws). */
   transaction<T> (work: (query: QueryFunction) => Promise<T>): Promise<T>
   /** Closes the pool or PGlite instance when the store created it, not when it was given one. */
@@ -28,7 +30,7 @@ export interface SqlDatabase {
 export interface SqlStoreSettings {
   readonly schema: string
   readonly tables: Readonly<Record<string, TableMapping>>
-  /** Create and upgrade tables on first use. */
+  /** Create and upgrade tables before first use; false only checks them. */
   readonly migrate: boolean
   readonly caseCollation: string
   readonly retryAfterSeconds: number
@@ -63,28 +65,47 @@ export class SqlStore implements Store {
     this.#context = { tableOf: model => this.#tableOf(model), caseCollation: settings.caseCollation }
   }
 
+  #resolve (model: ResourceModel, nullable?: ReadonlySet<string>): Table {
+    return resolveTable(model, this.#settings.schema, this.#settings.tables[model.name], { nullable, dropsLeadingBom: this.#db.dropsLeadingBom })
+  }
+
   #tableOf (model: ResourceModel): Table {
     let table = this.#tables.get(model)
-    if (table === undefined) this.#tables.set(model, table = resolveTable(model, this.#settings.schema, this.#settings.tables[model.name]))
+    if (table === undefined) this.#tables.set(model, table = this.#resolve(model))
     return table
   }
 
-  /** The model's table, created or upgraded (with every table related to it) before first use. */
+  /**
+   * Checks, creates or upgrades the tables of these models now rather than on first use, so that
+   * a table that cannot serve its schema stops start-up with a TypeError naming table and column.
+   * An unreachable database is left to the first request, which answers 503 and tries again.
+   */
+  async prepare (models: readonly ResourceModel[]): Promise<void> {
+    for (const model of models) {
+      await this.#prepare(model).catch((error: unknown) => {
+        if ((error as { code?: unknown }).code !== 'API_ERR_STORE_UNAVAILABLE') throw error
+      })
+    }
+  }
+
+  /** The model's table, checked and created or upgraded (with every table related to it) before first use. */
   async #prepare (model: ResourceModel): Promise<Table> {
-    const table = this.#tableOf(model)
     let ready = this.#ready.get(model)
     if (ready === undefined) {
       const models = connected(model)
       const tables = models.map(m => this.#tableOf(m))
-      ready = this.#settings.migrate
-        ? this.#db.transaction(query => migrate(fragment => run(query, fragment), this.#settings.schema, tables, m => this.#tableOf(m)))
-        : Promise.resolve()
+      const { schema, migrate: alter } = this.#settings
+      const upgrade = async (query: QueryFunction) => await migrate(fragment => run(query, fragment), schema, tables, m => this.#tableOf(m), { alter })
+      ready = (alter ? this.#db.transaction(upgrade) : upgrade(this.#db.query)).then(nullable => {
+        // Columns the database still lets hold NULL sort and page as nullable, whatever the schema says.
+        for (const [table, columns] of nullable) this.#tables.set(table.model, this.#resolve(table.model, columns))
+      })
       for (const m of models) this.#ready.set(m, ready)
       // A failed upgrade (the database was down, say) is tried again by the next request.
       ready.catch(() => { for (const m of models) this.#ready.delete(m) })
     }
     await ready.catch(error => { throw this.#translate(error, 'read', model) })
-    return table
+    return this.#tableOf(model)
   }
 
   async #run (fragment: Sql, failure: Failure, model: ResourceModel, fields?: Fields): Promise<unknown[][]> {
@@ -220,9 +241,9 @@ function column (table: Table, field: string): Column {
   return table.columns.get(field) as Column
 }
 
-/** PostgreSQL text cannot hold NUL, so no stored id contains one. */
+/** No stored id holds what PostgreSQL cannot keep (table.ts unstorableText). */
 function isStorable (text: string): boolean {
-  return !text.includes('\u0000')
+  return unstorableText(text) === undefined
 }
 
 function idEquals (table: Table, id: string): Sql {
@@ -231,15 +252,4 @@ function idEquals (table: Table, id: string): Sql {
 
 function versionEquals (table: Table, how: WriteOptions): Sql {
   return how.ifVersion === undefined ? sql`` : sql` AND ${ident(MAIN, table.version)} = ${how.ifVersion}::integer`
-}
-
-/** A field value for INSERT/UPDATE; values PostgreSQL cannot hold are a 422 naming the field. */
-function writeValue (col: Column, value: unknown): Sql {
-  const { name, type } = col.field
-  const refuse = (reason: string) => withInvalidParams(new UnprocessableError(`${name} ${reason}.`), [{ name, reason }])
-  if (typeof value === 'string' && !isStorable(value)) throw refuse('cannot contain the NUL character')
-  if (type === 'integer' && typeof value === 'number' && !Number.isSafeInteger(value)) throw refuse('must be an integer between -(2^53 - 1) and 2^53 - 1')
-  // JavaScript dates carry milliseconds: storing more would make the value differ from what is read back.
-  if (type === 'datetime' && value != null) return sql`date_trunc('milliseconds', ${value}::timestamptz)`
-  return typed(value ?? null, type)
 }

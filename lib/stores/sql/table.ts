@@ -2,6 +2,7 @@
 // row codec, resolved once per model from the store's options, never per request.
 import type { FieldModel, FieldType, ResourceModel } from '../../registry/model.js'
 import type { Fields, StoredRecord } from '../store.js'
+import { storedValue, unstorableError } from '../values.js'
 import { ident, join, raw, sql, Sql } from './sql.js'
 
 /** Maps a resource onto a table someone else manages (or renames ours). */
@@ -19,7 +20,10 @@ export interface TableMapping {
 export interface Column {
   readonly field: FieldModel
   readonly name: string
-  /** False for the id and required non-nullable fields (NOT NULL): their order needs no NULLS clause. */
+  /**
+   * False for the id and required non-nullable fields, whose columns are NOT NULL: their order
+   * needs no NULLS clause. True for those too when the database still allows NULL there.
+   */
   readonly canBeNull: boolean
 }
 
@@ -81,8 +85,16 @@ export function columnRef (alias: string, column: Column): Sql {
   return column.field.type === 'string' ? sql`${ref} COLLATE "C"` : ref
 }
 
+export interface ReadOptions {
+  /** Columns of required fields that the database lets hold NULL (ddl.ts migrate). */
+  readonly nullable?: ReadonlySet<string>
+  /** The driver drops a leading U+FEFF from every text it decodes (PGlite's TextDecoder). */
+  readonly dropsLeadingBom?: boolean
+}
+
 /** Resolves a model's table once; throws TypeError when the mapping names unknown fields or reuses a column. */
-export function resolveTable (model: ResourceModel, schema: string, mapping: TableMapping = {}): Table {
+export function resolveTable (model: ResourceModel, schema: string, mapping: TableMapping = {}, read: ReadOptions = {}): Table {
+  const { nullable = new Set(), dropsLeadingBom = false } = read
   const where = `tables.${model.name}`
   const name = mapping.table ?? model.name
   for (const field of Object.keys(mapping.columns ?? {})) {
@@ -90,8 +102,9 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
   }
   const columns = new Map<string, Column>()
   for (const field of model.fields.values()) {
-    const canBeNull = field.name !== model.idField && (field.nullable || !field.required)
-    columns.set(field.name, { field, name: mapping.columns?.[field.name] ?? field.name, canBeNull })
+    const name = mapping.columns?.[field.name] ?? field.name
+    const canBeNull = field.name !== model.idField && (field.nullable || !field.required || nullable.has(name))
+    columns.set(field.name, { field, name, canBeNull })
   }
   const version = mapping.versionColumn ?? 'version'
   const modifiedAt = mapping.modifiedAtColumn ?? 'modified_at'
@@ -102,7 +115,7 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
   }
   const ordered = [...columns.values()]
   const selectList = join([
-    ...ordered.map(column => selectColumn(column)),
+    ...ordered.map(column => selectColumn(column, dropsLeadingBom)),
     ident(MAIN, version),
     ident(MAIN, modifiedAt)
   ], ', ')
@@ -135,11 +148,45 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
 }
 
 // Dates and date-times leave as the ISO text the schema promises, whatever the driver's parsers.
-function selectColumn (column: Column): Sql {
+function selectColumn (column: Column, dropsLeadingBom: boolean): Sql {
   const ref = ident(MAIN, column.name)
   switch (column.field.type) {
+    // A decoder that drops a leading U+FEFF (WHATWG Encoding "UTF-8 decode") gets one more to drop.
+    case 'string': return dropsLeadingBom ? sql`CASE WHEN starts_with(${ref}, chr(65279)) THEN chr(65279) || ${ref} ELSE ${ref} END` : ref
     case 'date': return sql`to_char(${ref}, 'YYYY-MM-DD')`
     case 'datetime': return sql`to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
     default: return ref
   }
+}
+
+// PostgreSQL text holds no NUL ("Character Types"), and is UTF-8 here, where half a surrogate
+// pair has no encoding: the drivers' encoders write U+FFFD for it (WHATWG Encoding), silently.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u
+
+/** Why PostgreSQL cannot keep this text exactly as it is, or undefined when it can. */
+export function unstorableText (text: string): string | undefined {
+  if (text.includes('\u0000')) return 'cannot contain the NUL character'
+  if (LONE_SURROGATE.test(text)) return 'cannot contain an unpaired UTF-16 surrogate (\\uD800-\\uDFFF)'
+  return undefined
+}
+
+/** The first string or key of a JSON value that PostgreSQL cannot keep, as unstorableText says. */
+function unstorableJson (value: unknown): string | undefined {
+  if (typeof value === 'string') return unstorableText(value)
+  if (typeof value !== 'object' || value === null) return undefined
+  for (const [key, item] of Object.entries(value)) {
+    const reason = unstorableText(key) ?? unstorableJson(item)
+    if (reason !== undefined) return reason
+  }
+  return undefined
+}
+
+/** A field value for INSERT/UPDATE; one PostgreSQL cannot keep exactly is a 422 naming the field, never altered. */
+export function writeValue (col: Column, value: unknown): Sql {
+  const { field } = col
+  const reason = unstorableJson(value)
+  if (reason !== undefined) throw unstorableError(field.name, reason)
+  if (field.type === 'integer' && typeof value === 'number' && !Number.isSafeInteger(value)) throw unstorableError(field.name, 'must be an integer between -(2^53 - 1) and 2^53 - 1')
+  // Date-times go as the UTC instant to the millisecond (values.ts), which is what reads give back.
+  return typed(storedValue(field, value ?? null), field.type)
 }
