@@ -9,7 +9,7 @@ import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema }
 import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
 import { BodyInvalidError, BodyMalformedError, withInvalidParams } from './errors.js'
-import { createAjv, loneSurrogateParam } from './validation.js'
+import { createAjv, unstorableTextParam } from './validation.js'
 import { createCursorCodec } from './query/cursor.js'
 import { registerCollectionRoutes } from './routes/collection.js'
 import { registerItemRoutes } from './routes/item.js'
@@ -52,7 +52,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   }
 
   // Bodies: JSON parsed safely (prototype poisoning is a 400, not a polluted object) from strict
-  // UTF-8 (RFC 8259 §8.1): invalid bytes, and escaped lone surrogates, are a 400, never stored as U+FFFD.
+  // UTF-8 (RFC 8259 §8.1): invalid bytes are a 400, never stored as U+FFFD.
   app.removeAllContentTypeParsers()
   const parseJson = app.getDefaultJsonParser('error', 'error')
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -63,14 +63,15 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     } catch {
       return done(new BodyMalformedError('it is not valid UTF-8'), undefined)
     }
-    parseJson(request, text, function checkWellFormed (error, parsed) {
-      if (error !== null) return done(error, undefined)
-      const illFormed = loneSurrogateParam(text, parsed)
-      done(illFormed === undefined ? null : withInvalidParams(new BodyInvalidError(), [illFormed]), illFormed === undefined ? parsed : undefined)
-    })
+    parseJson(request, text, done)
   })
   // XML, form and multipart bodies, and XML responses when Accept asks for them (issue 8).
   const formats = installFormats(app, models)
+  // Whatever the format: text no store keeps as sent is a 400 naming the field, before the schema.
+  app.addHook('preValidation', function checkStorableText (request, _reply, done) {
+    const unstorable = request.body === undefined || request.body === null ? undefined : unstorableTextParam(request.body)
+    done(unstorable === undefined ? undefined : withInvalidParams(new BodyInvalidError(), [unstorable]))
+  })
   app.setValidatorCompiler(({ schema, httpPart }) => httpPart === 'body' ? context.ajv.compile(schema) : () => true)
 
   // Before registerSecurity: @fastify/cors adds an `OPTIONS *` route, and a route keeps the error handler set when it is added.

@@ -46,29 +46,49 @@ export function toInvalidParams (errors: readonly ErrorObject[]): InvalidParam[]
 
 export type { ValidateFunction }
 
-// A \uD800–\uDFFF escape in JSON text is the only way a lone surrogate reaches us (strict UTF-8
-// decoding refuses the raw bytes), so bodies without one skip the walk.
-const surrogateEscape = /\\u[dD][89a-fA-F]/
-// In Unicode mode a valid pair is one code point, so only a lone surrogate is in category Cs.
-const loneSurrogate = /\p{Cs}/u
+// Text no store keeps as sent: NUL (PostgreSQL refuses it in text) and lone surrogates (not
+// Unicode; PostgreSQL would store U+FFFD). In Unicode mode a valid pair is one code point, so
+// only a lone surrogate is in category Cs.
+// eslint-disable-next-line no-control-regex -- NUL is what it looks for
+const unstorable = /\u0000|\p{Cs}/u
+const nul = '\u0000'
 
 /**
- * The first string in a parsed JSON body that is not well-formed Unicode (a lone surrogate), as an
- * invalid param. No store can keep such a string faithfully: PostgreSQL would store U+FFFD.
+ * The first member or value of a parsed body, in any format, holding text no store can keep
+ * exactly, as an invalid param; refused for every store alike, so they all answer the same.
  */
-export function loneSurrogateParam (text: string, body: unknown): InvalidParam | undefined {
-  if (!surrogateEscape.test(text)) return undefined
-  const path = findIllFormed(body, [])
-  return path === undefined ? undefined : { name: path.join('.') || '(body)', reason: 'contains a lone surrogate (\\uD800–\\uDFFF), which is not Unicode text' }
+export function unstorableTextParam (body: unknown): InvalidParam | undefined {
+  const found = findUnstorable(body)
+  if (found === undefined) return undefined
+  const [path, text] = found
+  return {
+    name: path.join('.') || '(body)',
+    reason: text.includes(nul) ? 'contains NUL (U+0000), which cannot be stored' : 'contains a lone surrogate (\\uD800–\\uDFFF), which is not Unicode text'
+  }
 }
 
-function findIllFormed (value: unknown, path: string[]): string[] | undefined {
-  if (typeof value === 'string') return loneSurrogate.test(value) ? path : undefined
-  if (typeof value !== 'object' || value === null) return undefined
-  for (const [key, member] of Object.entries(value)) {
-    if (loneSurrogate.test(key)) return [...path, key]
-    const found = findIllFormed(member, [...path, key])
-    if (found !== undefined) return found
+interface Visit { readonly value: unknown, readonly key: string | undefined, readonly parent: Visit | undefined }
+
+// Iterative, with parent links rather than copied paths: a body nested as deep as the body limit
+// allows must neither overflow the stack nor build a path per level.
+function findUnstorable (body: unknown): readonly [string[], string] | undefined {
+  const pending: Visit[] = [{ value: body, key: undefined, parent: undefined }]
+  for (let visit = pending.pop(); visit !== undefined; visit = pending.pop()) {
+    const { value } = visit
+    if (typeof value === 'string') {
+      if (unstorable.test(value)) return [pathOf(visit), value]
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, member] of Object.entries(value)) {
+        if (unstorable.test(key)) return [[...pathOf(visit), key], key]
+        pending.push({ value: member, key, parent: visit })
+      }
+    }
   }
   return undefined
+}
+
+function pathOf (visit: Visit): string[] {
+  const path: string[] = []
+  for (let at: Visit | undefined = visit; at?.key !== undefined; at = at.parent) path.unshift(at.key)
+  return path
 }

@@ -61,6 +61,31 @@ t.test('an escaped lone surrogate in a JSON body is a 400 naming the field, neve
   t.match(pair.json(), { status: 400, invalidParams: [{ name: 'authorId', reason: 'is required' }] })
 })
 
+t.test('NUL in a body is a 400 naming the field, in any format, so every store answers alike', async t => {
+  const app = await buildApp(t)
+  const cases: Array<[string, string, string]> = [
+    ['application/json', '{"title":"a\\u0000b","authorId":"x"}', 'title'],
+    ['application/json', '{"title":"ok","\\u0000":1}', '\u0000'],
+    ['application/x-www-form-urlencoded', 'title=a%00b&authorId=x', 'title'],
+    ['application/json', '"a\\u0000"', '(body)']
+  ]
+  for (const [type, payload, name] of cases) {
+    const res = await app.inject({ method: 'POST', url: '/v1/books', headers: { 'content-type': type }, payload })
+    t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 400, type: PROBLEM }, `${type} ${payload}`)
+    t.match(res.json(), { type: '/v1/problems/body-invalid', invalidParams: [{ name, reason: /NUL/ }] })
+  }
+  t.equal((await app.inject({ url: '/v1/books' })).json().data.books.length, 0, 'nothing was stored')
+})
+
+t.test('an object nested 100,000 deep is a 400 problem, not a stack overflow, with or without NUL at the bottom', async t => {
+  const app = await buildApp(t)
+  for (const leaf of ['1', '"\\u0000"']) {
+    const payload = '{"title":"x","authorId":"y","extra":' + '{"a":'.repeat(100_000) + leaf + '}'.repeat(100_001)
+    const res = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload })
+    t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 400, type: PROBLEM }, leaf)
+  }
+})
+
 t.test('a body that is not an object answers 400 naming the body', async t => {
   const app = await buildApp(t)
   for (const payload of ['[]', '"text"', 'null', '3']) {

@@ -164,6 +164,10 @@ t.test('createFrameworkErrorHandler can put the problem under errors', async t =
   t.teardown(() => app.close())
   const res = await app.inject({ url: '/x/%ZZ' })
   t.match(res.json(), { errors: { type: 'https://errors.example/bad-url', status: 400 } })
+  const plain = Fastify({ frameworkErrors: createFrameworkErrorHandler() })
+  plain.get('/x/:id', () => 'ok')
+  t.teardown(() => plain.close())
+  t.match((await plain.inject({ url: '/x/%ZZ' })).json(), { type: '/problems/bad-url', status: 400 }, 'no prefix, no type base: types under /problems/')
 })
 
 t.test('an id longer than the router takes is a 404 problem, not a 400 about the URL', async t => {

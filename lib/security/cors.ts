@@ -60,6 +60,7 @@ export function corsPluginOptions (cors: ResolvedCors, apiKeys: boolean, methods
   const common = { origin: cors.origins as string[], allowedHeaders, exposedHeaders, maxAge: cors.maxAge, strictPreflight: false }
   // Only OPTIONS with Access-Control-Request-Method is a preflight; any other OPTIONS is QUERY CAPABILITIES.
   // A preflight lists the methods of the route it asks about, as that route's Allow does; one options object per list.
+  // Every preflight matches a route: @fastify/cors adds `OPTIONS *` (hidden) for paths without one.
   const preflights = new Map<string, FastifyCorsOptions>()
   function preflightFor (routeUrl: string): FastifyCorsOptions {
     const methods = methodsOf(routeUrl) ?? readMethods
@@ -78,7 +79,7 @@ export function corsPluginOptions (cors: ResolvedCors, apiKeys: boolean, methods
       if (!allowed.has(origin)) {
         return callback(withInvalidParams(new ForbiddenError('The Origin of this request is not allowed.'), [{ name: 'Origin', reason: 'is not on the list of allowed origins' }]))
       }
-      callback(null, request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined ? preflightFor(request.routeOptions.url ?? '') : actual)
+      callback(null, request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined ? preflightFor(String(request.routeOptions.url)) : actual)
     }
   }
 }

@@ -120,7 +120,8 @@ function hostileSuite (t: Tap, open: OpenStore): void {
       t.same(found.json().data.books.map((b: { id: string }) => b.id), [book.id], `a filter finds ${JSON.stringify(title)} literally`)
     }
     const nul = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { title: 'a\u0000b', authorId: author.id } })
-    t.equal(nul.statusCode, 422)
+    // Refused at the edge for every store alike (400); the store's own 422 is the next test's.
+    t.equal(nul.statusCode, 400)
     t.match(nul.json(), { invalidParams: [{ name: 'title', reason: /NUL/ }] })
     const huge = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: '{"title":"t","authorId":"' + author.id + '","year":100000000000000000000}' })
     t.equal(huge.statusCode, 422)
