@@ -25,7 +25,8 @@ const bad: ReadonlyArray<readonly [string, unknown[], RegExp]> = [
   ['a missing singular', [{ ...base, singular: undefined }], /singular must match/],
   ['a schema that is not an object schema', [{ ...base, schema: Type.String() }], /schema must be a TypeBox Type.Object/],
   ['a missing schema', [{ ...base, schema: undefined }], /schema must be a TypeBox Type.Object/],
-  ['a schema that allows unknown members', [{ ...base, schema: Type.Object({ id: Type.Readonly(Type.String()) }) }], /additionalProperties: false/],
+  ['a schema that allows unknown members', [{ ...base, schema: Type.Object({ id: Type.Readonly(Type.String()) }, { additionalProperties: true }) }], /must not allow additional properties/],
+  ['a schema that allows unknown members of a type', [{ ...base, schema: Type.Object({ id: Type.Readonly(Type.String()) }, { additionalProperties: Type.String() }) }], /must not allow additional properties/],
   ['a missing store', [{ ...base, store: undefined }], /store must implement the Store interface/],
   ['a store without list', [{ ...base, store: { get () {} } }], /store must implement the Store interface/],
   ['a field name that is not an identifier', [{ ...base, schema: Type.Object({ id: Type.Readonly(Type.String()), 'first-name': Type.String() }, { additionalProperties: false }) }], /field name 'first-name' must be an identifier/],
@@ -139,4 +140,23 @@ t.test('a custom idField is the id the API assigns, addresses and refuses from c
   t.same(mismatch.json().invalidParams, [{ name: 'isbn', reason: 'must equal the id in the path' }])
   const edition = await create(app, 'editions', { title: 'Second' })
   t.same(edition, { isbn: '978-2', title: 'Second' })
+})
+
+t.test('the example of issue 2 registers as written: no additionalProperties, a plain readOnly id', async t => {
+  const Fastify = (await import('fastify')).default
+  const apiConventions = (await import('../lib/index.js')).default
+  const Book = Type.Object({ id: Type.String({ readOnly: true }), title: Type.String({ minLength: 1 }), year: Type.Optional(Type.Union([Type.Integer(), Type.Null()])) })
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(apiConventions, {
+    prefix: '/v1',
+    resources: [defineResource({ name: 'books', singular: 'book', schema: Book, store: memoryStore(), defaultPageSize: 20, maxPageSize: 100 })]
+  })
+  const created = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { title: 'Dune', year: 1965 } })
+  t.equal(created.statusCode, 201)
+  t.match(created.json(), { data: { book: { title: 'Dune', year: 1965 } } })
+  const unknown = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { title: 'Dune', colour: 'red' } })
+  t.match({ status: unknown.statusCode, body: unknown.json() }, { status: 400, body: { invalidParams: [{ name: 'colour' }] } }, 'unknown members are refused all the same')
+  const withId = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { id: 'x', title: 'Dune' } })
+  t.match({ status: withId.statusCode, body: withId.json() }, { status: 400, body: { invalidParams: [{ name: 'id' }] } })
 })

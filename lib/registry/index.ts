@@ -49,7 +49,11 @@ function buildModel (definition: ResourceDefinition, relations: Map<string, Rela
   if (typeof name !== 'string' || !namePattern.test(name)) throw new ResourceInvalidError(where, `name must match ${namePattern}, received '${String(name)}'`)
   if (typeof singular !== 'string' || !namePattern.test(singular) || singular === name) throw new ResourceInvalidError(where, `singular must match ${namePattern} and differ from name, received '${String(singular)}'`)
   if (schema?.type !== 'object' || typeof schema.properties !== 'object') throw new ResourceInvalidError(where, 'schema must be a TypeBox Type.Object')
-  if (schema.additionalProperties !== false) throw new ResourceInvalidError(where, 'schema must set additionalProperties: false, so unknown members are refused')
+  // Unknown members are always refused (the derived schemas list the fields); a schema that asks
+  // to keep them could not be honoured, so it is refused rather than silently narrowed.
+  if (schema.additionalProperties !== undefined && schema.additionalProperties !== false) {
+    throw new ResourceInvalidError(where, 'schema must not allow additional properties: unknown members are refused, and the store keeps only the declared fields')
+  }
   if (typeof definition.store?.list !== 'function') throw new ResourceInvalidError(where, 'store must implement the Store interface')
   const fields = new Map<string, FieldModel>()
   for (const [fieldName, fieldSchema] of Object.entries(schema.properties)) {
