@@ -5,14 +5,13 @@
 // On PGlite, and on PostgreSQL when DATABASE_URL is set.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
-import { randomBytes } from 'node:crypto'
-import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, create, json } from '../helpers/app.js'
 import { pgliteStore, postgresStore } from '../../lib/stores/sql/index.js'
 import type { Store } from '../../lib/stores/store.js'
 import { listQuery, suiteModels } from './conformance.js'
 import { openPglite } from './pglite-db.js'
+import { runSchemas } from './run-schemas.js'
 
 /** A store on a fresh schema named after `base`, closed by whoever holds it. */
 type OpenStore = (base: string) => Promise<Store>
@@ -186,12 +185,6 @@ t.test('on PGlite', async t => hostileSuite(t, async base => await pgliteStore({
 
 const connectionString = process.env.DATABASE_URL
 t.test('on PostgreSQL', { skip: connectionString === undefined ? 'DATABASE_URL is not set (the PGlite run covers the same cases)' : false }, async t => {
-  const prefix = `apic_test_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString })
-  t.teardown(async () => {
-    const { rows } = await admin.query<{ nspname: string }>('SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)', [`${prefix}_`])
-    for (const { nspname } of rows) await admin.query(`DROP SCHEMA "${nspname}" CASCADE`)
-    await admin.end()
-  })
+  const { prefix } = runSchemas(t, connectionString)
   hostileSuite(t, async base => await postgresStore({ connectionString, schema: `${prefix}_${base}` }))
 })

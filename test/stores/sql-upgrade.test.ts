@@ -5,7 +5,6 @@
 // On PGlite, and on PostgreSQL when DATABASE_URL is set.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
-import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { Type } from '@sinclair/typebox'
 import type { TObject } from '@sinclair/typebox'
@@ -19,6 +18,7 @@ import type { SqlStoreOptions } from '../../lib/stores/sql/index.js'
 import type { Store } from '../../lib/stores/store.js'
 import { listQuery } from './conformance.js'
 import { openPglite } from './pglite-db.js'
+import { runSchemas } from './run-schemas.js'
 
 interface Engine {
   /** A store on a schema of this engine, closed when the test ends. */
@@ -223,13 +223,7 @@ t.test('on PGlite', async t => {
 
 const connectionString = process.env.DATABASE_URL
 t.test('on PostgreSQL', { skip: connectionString === undefined ? 'DATABASE_URL is not set (the PGlite run covers the same cases)' : false }, async t => {
-  const prefix = `apic_test_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString })
-  t.teardown(async () => {
-    const { rows } = await admin.query<{ nspname: string }>('SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)', [`${prefix}_`])
-    for (const { nspname } of rows) await admin.query(`DROP SCHEMA "${nspname}" CASCADE`)
-    await admin.end()
-  })
+  const { prefix, admin } = runSchemas(t, connectionString)
   upgradeSuite(t, {
     async open (t, options) {
       const store = await postgresStore({ connectionString, ...options })
