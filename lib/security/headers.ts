@@ -90,6 +90,9 @@ export function resolveResourcePolicies (value: unknown, resourceNames: readonly
  * The headers every response carries whatever its route or outcome: helmet's, the CSP, Cache-Control
  * and the feature policies. Also for answers made outside the plugin's routes (socket and router
  * errors, a host's own routes), so that none goes without them.
+ * @example
+ * const headers = securityHeaders()
+ * app.get('/health', (request, reply) => reply.headers(headers).send({ status: 'ok' }))
  */
 export function securityHeaders (cacheControl = 'no-store'): Readonly<Record<string, string>> {
   return Object.freeze({
