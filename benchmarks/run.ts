@@ -13,6 +13,7 @@ import { renderChart } from './chart.js'
 import type { SerializeResult } from './micro/serialize.js'
 import type { FilterParseResult } from './micro/filter-parse.js'
 import type { PagingResult } from './paging.js'
+import type { PostgresPagingResult } from './paging-postgres.js'
 import { answer, here, load, startServer, tokenAt } from './harness.js'
 import { databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
 import type { Measurement, Server } from './harness.js'
@@ -182,7 +183,8 @@ async function main () {
     : {
         serialize: await runScript('./micro/serialize.js', quickArgs) as SerializeResult,
         filterParse: await runScript('./micro/filter-parse.js', quickArgs) as FilterParseResult,
-        paging: await runScript('./paging.js', quickArgs) as PagingResult
+        paging: await runScript('./paging.js', quickArgs) as PagingResult,
+        pagingPostgres: databaseUrl() === undefined ? null : await runScript('./paging-postgres.js', quickArgs) as PostgresPagingResult
       }
 
   const report = {
