@@ -10,7 +10,8 @@ import { postgresStore } from '../lib/index.js'
 import { benchConfig, buildPluginApp } from './server.js'
 import { databaseUrl } from './postgres.js'
 
-const query = 'filter=year%20ge%202000&sort=-rating'
+// PAGING_QUERY overrides the query, e.g. to compare sort shapes (a nullable descending first key is the slow one).
+const query = process.env.PAGING_QUERY ?? 'filter=year%20ge%202000&sort=-rating'
 const headers = { authorization: 'Bearer dev-token', accept: 'application/json' }
 const pageSize = 20
 
@@ -61,7 +62,7 @@ async function seed (pool: pg.Pool, schema: string, books: number) {
     SELECT 'a' || lpad(i::text, 7, '0'), 'Author ' || i, 1, now() FROM generate_series(1, 1000) AS i`)
   // Years 1900–2024 (about a fifth from 2000 on), ratings 0–5 in tenths with every tenth one null.
   await pool.query(`INSERT INTO "${schema}"."books" ("id", "title", "authorId", "year", "rating", "available", "version", "modified_at")
-    SELECT 'b' || lpad(i::text, 8, '0'), 'Book ' || i, 'a' || lpad((1 + i % 1000)::text, 7, '0'), 1900 + (i * 7919) % 125,
+    SELECT 'b' || lpad(i::text, 8, '0'), 'Book ' || i, 'a' || lpad((1 + i % 1000)::text, 7, '0'), 1900 + (i::bigint * 7919) % 125,
       CASE WHEN i % 10 = 0 THEN NULL ELSE ((i * 31) % 51) / 10.0 END, i % 3 <> 0, 1, now()
     FROM generate_series(1, $1::int) AS i`, [books])
   await pool.query(`ANALYZE "${schema}"."authors", "${schema}"."books"`)
