@@ -101,23 +101,19 @@ t.test('special characters in filter values survive a round trip through links',
 t.test('a simple-filter value holding U+0000 stays one value in every link', async t => {
   const app = await buildApp(t)
   const { author } = await seedMany(app, 0)
-  // 'A' and 'B' would match if a link split the value in two.
-  for (const title of ['A\u0000B', 'A', 'B', 'A\u0000B', 'A\u0000B']) {
-    await app.inject({ method: 'POST', url: '/v1/books', payload: { title, authorId: author.id } })
+  // No store keeps NUL (a body holding it is a 400), so nothing matches 'A\u0000B'; but 'A' and
+  // 'B' would, if a link split the value in two.
+  for (const title of ['A', 'B']) {
+    t.equal((await app.inject({ method: 'POST', url: '/v1/books', payload: { title, authorId: author.id } })).statusCode, 201)
   }
   for (const paging of ['', '&offset=0', '&pageOffset=2']) {
     const seen = await crawl(t, app, [`/v1/books?title=A%00B&pageSize=1${paging}`])
-    const ids = new Set<string>()
+    t.ok(seen.size > 0)
     for (const href of seen) {
       t.equal(new URL(href, 'http://localhost').searchParams.getAll('title').join(), 'A\u0000B', href)
       const res = await get(app, href)
-      t.equal(res.statusCode, 200, href)
-      for (const book of res.json().data.books as Array<{ id: string, title: string }>) {
-        t.equal(book.title, 'A\u0000B', href)
-        ids.add(book.id)
-      }
+      t.same({ status: res.statusCode, books: res.json().data.books }, { status: 200, books: [] }, href)
     }
-    t.equal(ids.size, 3, `${paging || 'token'}: the links reach every match`)
   }
 })
 

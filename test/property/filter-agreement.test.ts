@@ -44,10 +44,10 @@ function resources (store: Store) {
   ]
 }
 
-// 'A\u0000year=1961' and 'C\u0001d' spell what an ambiguous cache key would make of title=A&year=1961
-// and title=C&title=d.
+// 'C\u0001d' spells what an ambiguous cache key would make of title=C&title=d. Stored titles hold no
+// NUL (no store keeps it: such a body is a 400); queries below still ask for NUL-holding values.
 const titles = ["Owl's Cry", 'Solaris', 'the end', 'THE END', 'The End Again', 'Ægir', 'a', 'Zz', 'A', 'B', 'C', 'd',
-  'A\u0000year=1961', 'C\u0001d', 'A\u0000B', 'tab\there']
+  'C\u0001d', 'tab\there']
 // As text these order otherwise than as instants.
 const times = ['2024-01-01T10:00:00+02:00', '2024-01-01T09:00:00Z', null, '2024-01-01T08:30:00Z', '2024-01-01T03:30:00-05:00', '2024-01-01T08:00:00.5Z', '2023-12-31T23:59:59-09:00']
 const authorData = [

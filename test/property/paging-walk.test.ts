@@ -36,7 +36,9 @@ const filters: Record<string, (book: Item) => boolean> = {
 }
 
 const bookArb = fc.record({
-  title: fc.constantFrom('A', 'B', 'Bb', 'C', 'A\u0000B', 'B\u0001b'),
+  // No NUL in stored titles (a 400); the queries above still carry %00, so a link that split the
+  // value would reach the 'A' and 'B' books.
+  title: fc.constantFrom('A', 'B', 'Bb', 'C', 'B\u0001b'),
   year: fc.constantFrom(1957, 1961, 1969, null),
   rating: fc.constantFrom(1, 2.5, null),
   available: fc.boolean(),
