@@ -145,11 +145,17 @@ t.test('the client error handler: envelope form, a type base, and sockets with n
   t.match(JSON.parse(written[1].split('\r\n\r\n')[1]), { type: '/problems/body-malformed' })
 })
 
-t.test('a URL that cannot be decoded is a 400 problem when the host uses createFrameworkErrorHandler', async t => {
+/** The demo app on the memory store, closed after the test. */
+async function demoApp (t: { teardown (fn: () => unknown): void }) {
   const { buildDemoApp } = await import('../lib/demo/app.js')
   const { loadConfig } = await import('../lib/demo/config.js')
   const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
   t.teardown(() => app.close())
+  return app
+}
+
+t.test('a URL that cannot be decoded is a 400 problem when the host uses createFrameworkErrorHandler', async t => {
+  const app = await demoApp(t)
   const res = await app.inject({ url: '/v1/books/%ZZ', headers: { authorization: 'Bearer dev-token' } })
   t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 400, type: 'application/problem+json; charset=utf-8' })
   t.match(res.json(), { type: '/v1/problems/bad-url', status: 400, title: 'Bad Request', instance: '/v1/books/%ZZ' })
@@ -171,10 +177,7 @@ t.test('createFrameworkErrorHandler can put the problem under errors', async t =
 })
 
 t.test('an id longer than the router takes is a 404 problem, not a 400 about the URL', async t => {
-  const { buildDemoApp } = await import('../lib/demo/app.js')
-  const { loadConfig } = await import('../lib/demo/config.js')
-  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
-  t.teardown(() => app.close())
+  const app = await demoApp(t)
   const url = `/v1/books/${'x'.repeat(101)}`
   const res = await app.inject({ url, headers: { authorization: 'Bearer dev-token' } })
   t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 404, type: 'application/problem+json; charset=utf-8' })
@@ -182,10 +185,7 @@ t.test('an id longer than the router takes is a 404 problem, not a 400 about the
 })
 
 t.test('a trailing slash after a known path is a 404 problem, not a 405 allowing the same method', async t => {
-  const { buildDemoApp } = await import('../lib/demo/app.js')
-  const { loadConfig } = await import('../lib/demo/config.js')
-  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
-  t.teardown(() => app.close())
+  const app = await demoApp(t)
   for (const url of ['/v1/books/some-id/', '/v1/authors/some-id/books/']) {
     const res = await app.inject({ url, headers: { authorization: 'Bearer dev-token' } })
     t.same({ status: res.statusCode, allow: res.headers.allow, type: res.headers['content-type'] }, { status: 404, allow: undefined, type: 'application/problem+json; charset=utf-8' }, url)
@@ -193,10 +193,7 @@ t.test('a trailing slash after a known path is a 404 problem, not a 405 allowing
 })
 
 t.test('outside the API the demo answers problems too: 404 for unknown paths, 405 on /health', async t => {
-  const { buildDemoApp } = await import('../lib/demo/app.js')
-  const { loadConfig } = await import('../lib/demo/config.js')
-  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
-  t.teardown(() => app.close())
+  const app = await demoApp(t)
   for (const url of ['/', '/v2/books']) {
     const res = await app.inject({ url })
     t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 404, type: 'application/problem+json; charset=utf-8' }, url)
@@ -212,10 +209,7 @@ t.test('outside the API the demo answers problems too: 404 for unknown paths, 40
 })
 
 t.test('/health checks Origin like the API: a disallowed one is 403, an allowed one passes', async t => {
-  const { buildDemoApp } = await import('../lib/demo/app.js')
-  const { loadConfig } = await import('../lib/demo/config.js')
-  const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
-  t.teardown(() => app.close())
+  const app = await demoApp(t)
   const evil = await app.inject({ url: '/health', headers: { origin: 'https://evil.example' } })
   t.same({ status: evil.statusCode, type: evil.headers['content-type'] }, { status: 403, type: 'application/problem+json; charset=utf-8' })
   t.match(evil.json(), { status: 403, type: '/v1/problems/forbidden' })
