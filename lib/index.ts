@@ -74,7 +74,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   })
   app.setValidatorCompiler(({ schema, httpPart }) => httpPart === 'body' ? context.ajv.compile(schema) : () => true)
 
-  // Before registerSecurity: @fastify/cors adds an `OPTIONS *` route, and a route keeps the error handler set when it is added.
+  // Before registerSecurity: it adds the `OPTIONS *` route for preflights, and a route keeps the error handler set when it is added.
   installProblemHandlers(app, {
     errorFormat: options.errorFormat,
     typeBase: options.problemTypeBase ?? `${prefix}/problems/`,

@@ -4,7 +4,7 @@
 import Negotiator from 'negotiator'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { NotAcceptableError } from './errors.js'
-import { addVary, negotiateFormat, produced } from './formats/negotiate.js'
+import { negotiateFormat, produced } from './formats/negotiate.js'
 import type { ResponseFormats } from './formats/index.js'
 
 // Offered with the charset we send, so `Accept: application/json; charset=utf-8` matches too.
@@ -22,8 +22,7 @@ export function createAcceptCheck (formats: ResponseFormats) {
   return function checkAccept (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) {
     const accept = request.headers.accept
     const available = (request.routeOptions.config as ProducesConfig).produces
-    // JSON or XML, or a 406, by Accept: caches must key on it (RFC 9110 §12.5.5).
-    addVary(reply, 'Accept')
+    // Vary: Accept is among the fixed headers the request edge has set (security/headers.ts).
     if (available === undefined) {
       const format = negotiateFormat(accept)
       if (format === undefined) return done(new NotAcceptableError(produced.join(', ')))

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis'
 import { installProblemHandlers } from '../problem.js'
 import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, errors, genReqId, secretTable } from '../index.js'
 import { securityHeaders } from '../security/headers.js'
-import { echoRequestId } from '../security/request-id.js'
+import { stampRequestId } from '../security/request-id.js'
 import type { ApiConventionsOptions } from '../index.js'
 import { demoResources } from '../../schemas/index.js'
 import { ConfigError } from './config.js'
@@ -53,7 +53,7 @@ function outsideTheApi (allowedOrigins: readonly string[]) {
   return async function outsideApi (scope: FastifyInstance) {
     scope.addHook('onRequest', function guardOutsideApi (request, reply, done) {
       reply.headers(headers)
-      echoRequestId(request, reply, noop)
+      stampRequestId(request, reply)
       const origin = request.headers.origin
       if (origin !== undefined && !allowed.has(origin)) return done(new errors.ForbiddenError('The Origin of this request is not allowed.'))
       done()
@@ -63,8 +63,6 @@ function outsideTheApi (allowedOrigins: readonly string[]) {
     scope.get('/health', function health () { return { status: 'ok' } })
   }
 }
-
-const noop = () => {}
 
 /** The Redis client for shared rate-limit counters, connected now so a bad REDIS_URL stops start-up. */
 async function connectRedis (url: string): Promise<Redis> {

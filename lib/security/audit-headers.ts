@@ -44,8 +44,8 @@ function consentOf (text: string): AuditValues['consent'] | undefined {
   return isConsent ? value as AuditValues['consent'] : undefined
 }
 
-/** preParsing: 400 naming each bad header; the decoded values on `request.audit`. */
-export async function checkAuditHeaders (request: FastifyRequest, _reply: FastifyReply, payload: unknown) {
+/** Before the body is read (security/index.ts): 400 naming each bad header; the decoded values on `request.audit`. */
+export function checkAuditHeaders (request: FastifyRequest) {
   let audit: AuditValues | null = null
   const invalid: InvalidParam[] = []
   for (const [name, lower, key] of lowerCase) {
@@ -72,7 +72,6 @@ export async function checkAuditHeaders (request: FastifyRequest, _reply: Fastif
   }
   if (invalid.length > 0) throw withInvalidParams(new HeaderInvalidError(), invalid)
   request.audit = audit
-  return payload
 }
 
 const writes = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])

@@ -1,13 +1,15 @@
 // Authentication and authorization (spec "Authentication" 1–4; "Request headers": Authorization,
 // x-api-key): RFC 9110 §11 credentials, RFC 6750 Bearer, RFC 7617 Basic, the legacy x-api-key;
 // 401 with WWW-Authenticate, 403 when the authorization check refuses.
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Operation, ResourceModel } from '../registry/model.js'
 import type { Fields } from '../stores/store.js'
 import { ForbiddenError, OptionsInvalidError, UnauthorizedError, withHeaders, withInvalidParams } from '../errors.js'
 import { decodeBase64 } from './base64.js'
 import { readRecordOnce } from '../record-once.js'
+import { isPromise } from './edge.js'
+import type { MaybePromise } from './edge.js'
 
 /** What a verifier answers: the principal, or null/undefined when the credentials are not valid. */
 export type Verified<P> = P | null | undefined | Promise<P | null | undefined>
@@ -70,7 +72,7 @@ export function secretTable<P> (entries: Iterable<readonly [string, P]>): (prese
   }
 }
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest()
+const sha256 = (text: string) => hash('sha256', text, 'buffer')
 
 export interface ResolvedAuth {
   readonly bearer: AuthOptions['bearer']
@@ -131,7 +133,7 @@ function defaultPrincipalKey (principal: unknown, credentials: string): string {
   return `credentials:${sha256(credentials).toString('base64url')}`
 }
 
-/** The result of looking at a request's credentials, memoised per request (the rate limiter asks first). */
+/** The result of looking at a request's credentials. */
 export type Authentication =
   | { readonly kind: 'anonymous' }
   | { readonly kind: 'authenticated', readonly principal: unknown, readonly key: string }
@@ -142,6 +144,7 @@ const credentialsPattern = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)(?: +(.*))?$/
 const token68 = /^[A-Za-z0-9\-._~+/]+=*$/
 const apiKeyPattern = /^[\x21-\x7e]{1,1024}$/
 
+const anonymous: Authentication = { kind: 'anonymous' }
 const refused = (challenge: ChallengeKind, name: string, reason: string): Authentication => ({ kind: 'refused', challenge, name, reason })
 
 /** Counts Authorization fields: Node keeps only the first of duplicates, so the raw list is the only witness. */
@@ -152,14 +155,16 @@ function authorizationCount (rawHeaders: readonly string[]): number {
 }
 
 export function createAuthenticator (auth: ResolvedAuth) {
-  const seen = new WeakMap<FastifyRequest, Promise<Authentication>>()
-
-  function verified (principal: unknown, key: string, name: string, reason: string, challenge: ChallengeKind = 'invalid_token'): Authentication {
-    if (principal === null || principal === undefined || principal === false) return refused(challenge, name, reason)
-    return { kind: 'authenticated', principal, key: auth.principalKey(principal, key) }
+  /** The verifier's answer as an Authentication; synchronous when the verifier is. */
+  function verified (answer: Verified<unknown>, key: string, name: string, reason: string, challenge: ChallengeKind = 'invalid_token'): MaybePromise<Authentication> {
+    const judge = (principal: unknown): Authentication => principal === null || principal === undefined || principal === false
+      ? refused(challenge, name, reason)
+      : { kind: 'authenticated', principal, key: auth.principalKey(principal, key) }
+    return isPromise(answer) ? answer.then(judge) : judge(answer)
   }
 
-  async function examine (request: FastifyRequest): Promise<Authentication> {
+  /** Looks at the request's credentials: anonymous, authenticated, or refused with the reason. */
+  function authenticate (request: FastifyRequest): MaybePromise<Authentication> {
     const header = request.headers.authorization
     if (header !== undefined) {
       // Authorization wins over x-api-key (spec "Authentication" 2).
@@ -171,13 +176,13 @@ export function createAuthenticator (auth: ResolvedAuth) {
       if (scheme === 'bearer') {
         if (credentials === '') return refused('invalid_request', 'Authorization', 'the Bearer token is missing')
         if (!token68.test(credentials)) return refused('invalid_token', 'Authorization', 'the Bearer token is malformed (RFC 6750 §2.1)')
-        return verified(await auth.bearer(credentials, request), credentials, 'Authorization', 'the Bearer token is not valid')
+        return verified(auth.bearer(credentials, request), credentials, 'Authorization', 'the Bearer token is not valid')
       }
       if (scheme === 'basic' && auth.basic !== undefined) {
         const decoded = token68.test(credentials) ? decodeBase64(credentials) : null
         const colon = decoded?.indexOf(':') ?? -1
         if (decoded === null || colon === -1) return refused('invalid_request', 'Authorization', 'Basic credentials must be base64 of user:password (RFC 7617)')
-        return verified(await auth.basic(decoded.slice(0, colon), decoded.slice(colon + 1), request), credentials, 'Authorization', 'the user name or password is not valid')
+        return verified(auth.basic(decoded.slice(0, colon), decoded.slice(colon + 1), request), credentials, 'Authorization', 'the user name or password is not valid')
       }
       // RFC 6750 §3.1: an unsupported method gets the challenge without an error code.
       return refused('none', 'Authorization', `the scheme is not supported; use ${auth.basic === undefined ? 'Bearer' : 'Bearer or Basic'}`)
@@ -188,23 +193,12 @@ export function createAuthenticator (auth: ResolvedAuth) {
       // No Bearer token was sent, so the challenge carries no error code (RFC 6750 §3).
       return verified(auth.apiKey(key), key, 'x-api-key', 'the key is not valid', 'none')
     }
-    return { kind: 'anonymous' }
+    return anonymous
   }
 
-  /** Examines the request's credentials once; later callers share the answer. */
-  function authenticate (request: FastifyRequest): Promise<Authentication> {
-    let result = seen.get(request)
-    if (result === undefined) {
-      result = examine(request)
-      seen.set(request, result)
-    }
-    return result
-  }
-
-  /** onRequest: 401 unless the route is public (route config `public: true`) or the credentials hold. */
-  async function requireAuthentication (request: FastifyRequest, _reply: FastifyReply) {
+  /** 401 unless the route is public (route config `public: true`) or the credentials hold; sets `request.principal`. */
+  function requireAuthentication (request: FastifyRequest, result: Authentication) {
     if (request.routeOptions.config.public === true) return
-    const result = await authenticate(request)
     if (result.kind === 'authenticated') {
       request.principal = result.principal
       return
@@ -217,6 +211,8 @@ export function createAuthenticator (auth: ResolvedAuth) {
 
   return { authenticate, requireAuthentication }
 }
+
+export type Authenticator = ReturnType<typeof createAuthenticator>
 
 const operationWords: Readonly<Record<AuthorizedOperation, string>> = {
   list: 'listing',

@@ -1,8 +1,7 @@
-// Origin checks and CORS with @fastify/cors (spec "Request headers": Origin,
+// Origin checks and CORS (spec "Request headers": Origin,
 // Access-Control-Request-Method; "Response headers": Access-Control-Allow-Origin, never `*`):
 // a request whose Origin is not on the allow-list is 403; preflights answer before authentication.
-import type { FastifyCorsOptions } from '@fastify/cors'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, OptionsInvalidError, withInvalidParams } from '../errors.js'
 import { auditHeaderNames } from './audit-headers.js'
 
@@ -52,34 +51,53 @@ export type MethodsOf = (routeUrl: string) => readonly string[] | undefined
 // Routes without a list of their own (openapi.json, docs, problem pages) are read-only.
 const readMethods = ['GET', 'HEAD', 'OPTIONS']
 
-/** The @fastify/cors registration: one decision per request, from options prepared here. */
-export function corsPluginOptions (cors: ResolvedCors, apiKeys: boolean, methodsOf: MethodsOf): FastifyCorsOptions {
+/**
+ * The CORS step of the request edge (security/index.ts), per request a Set lookup; what it sends
+ * is prepared here. Written here rather than with @fastify/cors: its per-request options delegator
+ * (needed for the 403 and the per-route methods) cost about a tenth of a RETRIEVE (benchmarks/README.md).
+ * No Origin: nothing to do (Vary: Origin is among the fixed headers). An Origin off the list: 403.
+ * A preflight (OPTIONS with Access-Control-Request-Method) is answered here, 204, before the rate
+ * limit and authentication, since browsers send no credentials with it; any other OPTIONS is QUERY
+ * CAPABILITIES. Other requests get Access-Control-Allow-Origin and -Expose-Headers.
+ */
+export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean, methodsOf: MethodsOf) {
   const allowed = new Set(cors.origins)
   const allowedHeaders = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since',
-    'If-Unmodified-Since', 'X-Request-Id', ...auditHeaderNames, ...(apiKeys ? ['x-api-key'] : [])]
-  const common = { origin: cors.origins as string[], allowedHeaders, exposedHeaders, maxAge: cors.maxAge, strictPreflight: false }
-  // Only OPTIONS with Access-Control-Request-Method is a preflight; any other OPTIONS is QUERY CAPABILITIES.
-  // A preflight lists the methods of the route it asks about, as that route's Allow does; one options object per list.
-  // Every preflight matches a route: @fastify/cors adds `OPTIONS *` (hidden) for paths without one.
-  const preflights = new Map<string, FastifyCorsOptions>()
-  function preflightFor (routeUrl: string): FastifyCorsOptions {
-    const methods = methodsOf(routeUrl) ?? readMethods
-    const key = methods.join()
-    let options = preflights.get(key)
-    if (options === undefined) preflights.set(key, options = { ...common, methods: [...methods], preflight: true })
-    return options
+    'If-Unmodified-Since', 'X-Request-Id', ...auditHeaderNames, ...(apiKeys ? ['x-api-key'] : [])].join(', ')
+  const exposed = exposedHeaders.join(', ')
+  const maxAge = String(cors.maxAge)
+  // A preflight lists the methods of the route it asks about, as that route's Allow does.
+  const methodLists = new Map<string, string>()
+  function methodsFor (routeUrl: string): string {
+    let methods = methodLists.get(routeUrl)
+    if (methods === undefined) methodLists.set(routeUrl, methods = (methodsOf(routeUrl) ?? readMethods).join(', '))
+    return methods
   }
-  const actual: FastifyCorsOptions = { ...common, preflight: false }
-  const none: FastifyCorsOptions = { origin: false }
-  return {
-    hideOptionsRoute: true,
-    delegator: function checkOrigin (request: FastifyRequest, callback: (error: Error | null, options?: FastifyCorsOptions) => void) {
-      const origin = request.headers.origin
-      if (origin === undefined) return callback(null, none)
-      if (!allowed.has(origin)) {
-        return callback(withInvalidParams(new ForbiddenError('The Origin of this request is not allowed.'), [{ name: 'Origin', reason: 'is not on the list of allowed origins' }]))
-      }
-      callback(null, request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined ? preflightFor(String(request.routeOptions.url)) : actual)
+
+  /** True when it answered the request (a preflight). */
+  return function checkOrigin (request: FastifyRequest, reply: FastifyReply): boolean {
+    const origin = request.headers.origin
+    if (origin === undefined) return false
+    if (!allowed.has(origin)) {
+      throw withInvalidParams(new ForbiddenError('The Origin of this request is not allowed.'), [{ name: 'Origin', reason: 'is not on the list of allowed origins' }])
     }
+    reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', exposed)
+    if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] === undefined) return false
+    reply.header('access-control-allow-methods', methodsFor(String(request.routeOptions.url)))
+      .header('access-control-allow-headers', allowedHeaders)
+      .header('access-control-max-age', maxAge)
+      // Safari waits for a body after a 204 without Content-Length.
+      .code(204).header('content-length', '0').send()
+    return true
   }
+}
+
+/**
+ * Preflights must match a route for the edge to answer them: paths with no OPTIONS route of their
+ * own (openapi.json, docs, unknown paths) get this hidden one, which only ever says 404.
+ */
+export function registerPreflightRoute (app: FastifyInstance) {
+  app.options('*', { schema: { hide: true } }, function noSuchResource (_request, reply) {
+    reply.callNotFound()
+  })
 }

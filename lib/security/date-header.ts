@@ -1,7 +1,7 @@
 // The `Date` request header (spec "Request headers": Date, RFC 5322 date format): when present it
 // must be an RFC 5322 date-time (IMF-fixdate is one) or one of the obsolete HTTP-date forms a
 // recipient must still accept (RFC 9110 §5.6.7), else 400 naming Date.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { HeaderInvalidError, withInvalidParams } from '../errors.js'
 
 const months = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
@@ -59,11 +59,10 @@ export function parseRequestDate (text: string): Date | null {
   return null
 }
 
-/** preParsing: a present Date that does not parse is 400 naming Date. */
-export async function checkDateHeader (request: FastifyRequest, _reply: FastifyReply, payload: unknown) {
+/** Before the body is read (security/index.ts): a present Date that does not parse is 400 naming Date. */
+export function checkDateHeader (request: FastifyRequest) {
   const date = request.headers.date
   if (date !== undefined && parseRequestDate(date) === null) {
     throw withInvalidParams(new HeaderInvalidError(), [{ name: 'Date', reason: 'must be an RFC 5322 date such as Sun, 06 Nov 1994 08:49:37 GMT' }])
   }
-  return payload
 }

@@ -105,12 +105,12 @@ export function securityHeaders (cacheControl = 'no-store'): Readonly<Record<str
 }
 
 export function createHeaderHooks (cacheControl: string, apiDeprecation: DeprecationHeaders | undefined) {
-  const fixed = securityHeaders(cacheControl)
+  // Every answer depends on Origin (CORS, or a 403), and on Accept (JSON or XML, or a 406): RFC 9110 §12.5.5.
+  const fixed = Object.freeze({ ...securityHeaders(cacheControl), vary: 'Origin, Accept' })
 
-  /** onRequest, before anything can fail: the headers that do not depend on the outcome. */
-  function setFixedHeaders (_request: FastifyRequest, reply: FastifyReply, done: () => void) {
+  /** A step of the request edge, before anything can fail: the headers that do not depend on the outcome. */
+  function setFixedHeaders (_request: FastifyRequest, reply: FastifyReply) {
     reply.headers(fixed)
-    done()
   }
 
   /** onSend: what depends on the route or the outcome. */

@@ -1,23 +1,25 @@
 // The security edge of the plugin (spec "Request headers", "Response headers", "Authentication",
-// "Limits"): sets helmet's headers, registers the rate limiter and CORS inside the plugin and orders every hook
-// once: request id → headers → CORS → query length → rate limit → auth → (route: content type) →
-// Date and audit headers → (route: authorization) → handler. CORS precedes STYLE §3's place so
-// that every refusal after it is readable by the browser that asked.
-import cors from '@fastify/cors'
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
+// "Limits"), in one order for every request: request id → headers → CORS → query length → rate
+// limit → auth (the steps of one onRequest hook, edge.ts) → (route: content type) → Date and audit
+// headers → (route: authorization) → handler. CORS precedes STYLE §3's place so that every
+// refusal after it is readable by the browser that asked.
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { ResolvedOptions } from '../options.js'
 import type { ResourceModel } from '../registry/model.js'
 import { authorizationHook, createAuthenticator } from './auth.js'
-import type { AuthorizedOperation } from './auth.js'
+import type { Authentication, Authenticator, AuthorizedOperation } from './auth.js'
 import { checkAuditHeaders, logAuditedWrite } from './audit-headers.js'
 import type { AuditValues } from './audit-headers.js'
-import { corsPluginOptions } from './cors.js'
+import { createCorsCheck, registerPreflightRoute } from './cors.js'
 import type { MethodsOf } from './cors.js'
 import { checkDateHeader } from './date-header.js'
+import { edgeHook, isPromise } from './edge.js'
+import type { EdgeStep } from './edge.js'
 import { createHeaderHooks } from './headers.js'
-import { queryLengthHook } from './limits.js'
-import { registerRateLimit } from './rate-limit.js'
-import { echoRequestId } from './request-id.js'
+import { queryLengthCheck } from './limits.js'
+import { addressKey, createRateLimiter } from './rate-limit.js'
+import type { RateLimiter } from './rate-limit.js'
+import { stampRequestId } from './request-id.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -65,8 +67,26 @@ function resourceRoutes (models: readonly ResourceModel[]) {
 
 const asArray = <T>(value: T | T[] | undefined): T[] => value === undefined ? [] : Array.isArray(value) ? value : [value]
 
+/**
+ * The edge's last step: the rate limit, keyed by principal when the credentials hold (else by
+ * client address), then authentication (401 unless the route is public). Both need the
+ * credentials, examined once; a preflight never gets here.
+ */
+function admission (authenticator: Authenticator | null, limit: RateLimiter | null): EdgeStep | undefined {
+  if (authenticator === null) return limit === null ? undefined : (request, reply) => limit(request, reply, addressKey(request))
+  const admit = (request: FastifyRequest, reply: FastifyReply, result: Authentication) => {
+    const counted = limit?.(request, reply, result.kind === 'authenticated' ? `principal:${result.key}` : addressKey(request))
+    if (isPromise(counted)) return counted.then(() => authenticator.requireAuthentication(request, result))
+    authenticator.requireAuthentication(request, result)
+  }
+  return function admitRequest (request, reply) {
+    const result = authenticator.authenticate(request)
+    return isPromise(result) ? result.then(settled => admit(request, reply, settled)) : admit(request, reply, result)
+  }
+}
+
 /** `methodsOf`: the methods a route URL allows (filled as routes are added, read per preflight). */
-export async function registerSecurity (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], methodsOf: MethodsOf) {
+export function registerSecurity (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], methodsOf: MethodsOf) {
   app.decorateRequest('principal', null)
   app.decorateRequest('audit', null)
   const authenticator = options.auth === null ? null : createAuthenticator(options.auth)
@@ -84,28 +104,29 @@ export async function registerSecurity (app: FastifyInstance, options: ResolvedO
     if (authorize !== undefined) route.preParsing = [...asArray(route.preParsing), authorizationHook(authorize, target.model, target.operation, target.item)]
   })
 
-  app.addHook('onRequest', echoRequestId)
   const headers = createHeaderHooks(options.cacheControl, options.deprecation)
-  app.addHook('onRequest', headers.setFixedHeaders)
-  app.addHook('onSend', headers.setRouteHeaders)
   // CORS comes before the refusals that follow (414, 429, 401) so that they carry
   // Access-Control-Allow-Origin: without it a browser hides the whole answer, Retry-After included.
-  // Preflights are answered inside this hook, so they never reach the rate limit or authentication.
-  await app.register(cors, corsPluginOptions(options.cors, options.auth?.apiKey !== undefined, methodsOf))
-  app.addHook('onRequest', queryLengthHook(options.maxQueryLength))
-
-  if (options.rateLimit !== null) {
-    const keyOf = async (request: FastifyRequest) => {
-      const result = await authenticator?.authenticate(request)
-      return result?.kind === 'authenticated' ? result.key : undefined
-    }
-    app.addHook('onRequest', await registerRateLimit(app, options.rateLimit, keyOf))
-  }
-
-  if (authenticator !== null) app.addHook('onRequest', authenticator.requireAuthentication)
+  const steps: Array<EdgeStep | undefined> = [
+    stampRequestId,
+    headers.setFixedHeaders,
+    createCorsCheck(options.cors, options.auth?.apiKey !== undefined, methodsOf),
+    queryLengthCheck(options.maxQueryLength),
+    admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit))
+  ]
+  app.addHook('onRequest', edgeHook(steps.filter(step => step !== undefined)))
+  registerPreflightRoute(app)
+  app.addHook('onSend', headers.setRouteHeaders)
 
   // preParsing runs after every onRequest hook, the routes' 415 check included.
-  app.addHook('preParsing', checkDateHeader)
-  app.addHook('preParsing', checkAuditHeaders)
+  app.addHook('preParsing', function checkRequestHeaders (request, _reply, payload, done) {
+    try {
+      checkDateHeader(request)
+      checkAuditHeaders(request)
+    } catch (error) {
+      return done(error as Error)
+    }
+    done(null, payload)
+  })
   app.addHook('onResponse', logAuditedWrite)
 }

@@ -8,9 +8,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { BadUrlError, NotFoundError, OptionsInvalidError, UriTooLongError } from '../errors.js'
 import { problemMediaType, problemSlug } from '../problem.js'
 import { securityHeaders } from './headers.js'
-import { echoRequestId } from './request-id.js'
-
-const noop = () => {}
+import { stampRequestId } from './request-id.js'
 
 export function positiveInteger (value: unknown, name: string): number | undefined {
   if (value === undefined) return undefined
@@ -18,11 +16,11 @@ export function positiveInteger (value: unknown, name: string): number | undefin
   return value
 }
 
-/** onRequest: 414 when the query string is longer than `max` characters. */
-export function queryLengthHook (max: number) {
-  return function checkQueryLength (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+/** A step of the request edge: 414 when the query string is longer than `max` characters. */
+export function queryLengthCheck (max: number) {
+  return function checkQueryLength (request: FastifyRequest) {
     const question = request.url.indexOf('?')
-    done(question !== -1 && request.url.length - question - 1 > max ? new UriTooLongError(max) : undefined)
+    if (question !== -1 && request.url.length - question - 1 > max) throw new UriTooLongError(max)
   }
 }
 
@@ -78,7 +76,7 @@ export function createFrameworkErrorHandler (options: { readonly prefix?: string
       : [400, 'API_ERR_BAD_URL', new BadUrlError().message]
     const problem = { type: typeBase + problemSlug(code), title: STATUS_CODES[status], status, detail, instance: path }
     request.log.info({ err: error }, 'request rejected before routing')
-    echoRequestId(request, reply, noop)
+    stampRequestId(request, reply)
     reply.code(status).type(problemMediaType).headers(security)
       .send(JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem))
   }

@@ -1,10 +1,12 @@
-// Rate limiting with @fastify/rate-limit (spec "Errors" 8, "Limits" 1): 429 problem+json with
+// Rate limiting with @fastify/rate-limit's counter stores (spec "Errors" 8, "Limits" 1): 429 problem+json with
 // Retry-After (seconds) and the draft RateLimit-Limit/-Remaining/-Reset headers, keyed by
 // principal when the credentials hold, else by client address; shared through Redis when given.
-import rateLimit, { normalizeIP } from '@fastify/rate-limit'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { createRequire } from 'node:module'
+import { normalizeIP } from '@fastify/rate-limit'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
-import { OptionsInvalidError, RateLimitedError } from '../errors.js'
+import { OptionsInvalidError, RateLimitedError, withHeaders } from '../errors.js'
+import type { MaybePromise } from './edge.js'
 
 export interface RateLimitOptions {
   /** Requests per key per window. */
@@ -48,36 +50,52 @@ export function resolveRateLimit (value: unknown): ResolvedRateLimit | null {
   return Object.freeze({ max, timeWindow, redis: redis as Redis | undefined, nameSpace })
 }
 
+interface Count { readonly current: number, readonly ttl: number }
+/** @fastify/rate-limit's counter stores: an LRU of windows in memory, or one Lua script call in Redis. */
+interface CounterStore { incr (key: string, callback: (error: Error | null, count: Count | null) => void, timeWindow: number, max: number): void }
+type StoreClass<A extends unknown[]> = new (continueExceeding: boolean, exponentialBackoff: boolean, ...rest: A) => CounterStore
+const require = createRequire(import.meta.url)
+const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as StoreClass<[cache: number]>
+const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as StoreClass<[redis: Redis, nameSpace: string]>
+
+/** The key of a request without a principal: its client address (an IPv6 client by its /64). */
+export const addressKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`
+
 /**
- * Registers the limiter and returns its onRequest hook, placed by the caller before CORS and
- * authentication (STYLE §3). `keyOf` answers the principal's key, or undefined when anonymous.
+ * The limiter, a step of the request edge (security/index.ts): counts the request under `key` and
+ * sets RateLimit-Limit/-Remaining/-Reset (draft-ietf-httpapi-ratelimit-headers; no X- prefix,
+ * RFC 6648), or throws the 429 with Retry-After. The counters are the library's stores; the
+ * policy around them is here rather than in @fastify/rate-limit's hook so that the in-memory
+ * count stays synchronous: its promise chain cost more than the count (benchmarks/README.md).
  */
-export async function registerRateLimit (app: FastifyInstance, options: ResolvedRateLimit, keyOf: (request: FastifyRequest) => Promise<string | undefined>) {
-  await app.register(rateLimit, {
-    // Not per route: one hook for the whole plugin, so 404s and 405s are counted too.
-    global: false,
-    max: options.max,
-    timeWindow: options.timeWindow,
-    redis: options.redis,
-    nameSpace: options.nameSpace,
-    // RateLimit-Limit/-Remaining/-Reset (draft-ietf-httpapi-ratelimit-headers): no X- prefix (RFC 6648).
-    enableDraftSpec: true,
-    async keyGenerator (request: FastifyRequest) {
-      const principal = await keyOf(request)
-      return principal === undefined ? `ip:${normalizeIP(request.ip)}` : `principal:${principal}`
-    },
-    errorResponseBuilder (_request, context) {
-      return new RateLimitedError(String(Math.ceil(context.ttl / 1000)))
-    }
-  })
-  const limit = app.rateLimit()
-  return async function applyRateLimit (request: FastifyRequest, reply: FastifyReply) {
-    try {
-      await limit.call(app, request, reply)
-    } catch (error) {
-      if ((error as { code?: unknown }).code === 'API_ERR_RATE_LIMITED') throw error
-      // Fail open: a broken counter store must not take the API down; the log says so.
-      request.log.warn({ err: error }, 'rate limit not applied: the counter store failed')
+export function createRateLimiter (options: ResolvedRateLimit): RateLimiter {
+  const { max, timeWindow } = options
+  const limit = String(max)
+
+  function judge (reply: FastifyReply, { current, ttl }: Count) {
+    const seconds = String(Math.ceil(ttl / 1000))
+    reply.header('ratelimit-limit', limit).header('ratelimit-remaining', String(Math.max(0, max - current))).header('ratelimit-reset', seconds)
+    if (current > max) throw withHeaders(new RateLimitedError(seconds), { 'retry-after': seconds })
+  }
+
+  if (options.redis === undefined) {
+    const store = new LocalStore(false, false, 5000)
+    return function countLocally (_request: FastifyRequest, reply: FastifyReply, key: string): void {
+      let count: Count | null = null
+      // The LRU answers before incr returns, and never with an error.
+      store.incr(key, (_error, result) => { count = result }, timeWindow, max)
+      judge(reply, count as unknown as Count)
     }
   }
+  const store = new RedisStore(false, false, options.redis, options.nameSpace)
+  return function countInRedis (request: FastifyRequest, reply: FastifyReply, key: string): Promise<void> {
+    return new Promise<Count>((resolve, reject) => store.incr(key, (error, count) => error === null ? resolve(count as Count) : reject(error), timeWindow, max))
+      .then(count => judge(reply, count), error => {
+        // Fail open: a broken counter store must not take the API down; the log says so.
+        request.log.warn({ err: error }, 'rate limit not applied: the counter store failed')
+      })
+  }
 }
+
+/** Counts the request under `key`: throws (or rejects with) the 429 when over the limit. */
+export type RateLimiter = (request: FastifyRequest, reply: FastifyReply, key: string) => MaybePromise<void>

@@ -26,9 +26,8 @@ export function genReqId (raw: IncomingMessage): string {
   return acceptedRequestId(raw.headers['x-request-id']) ?? randomUUID()
 }
 
-/** onRequest, first of all: Request-Id on every response, errors included. */
-export function echoRequestId (request: FastifyRequest, reply: FastifyReply, done: () => void) {
+/** First of all (the request edge's first step): Request-Id on every response, errors included. */
+export function stampRequestId (request: FastifyRequest, reply: FastifyReply) {
   const id = ownIds.has(request.raw) ? request.id : acceptedRequestId(request.headers['x-request-id']) ?? randomUUID()
   reply.header('request-id', id)
-  done()
 }
