@@ -1,7 +1,8 @@
 // Plugin entry (STYLE §3): resolves options, builds the registry, wires the error path and the
 // routes of every resource, and holds the public exports.
 import fp from 'fastify-plugin'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import { addRouteHook, mayHaveBody } from './route-hooks.js'
 import { resolveOptions } from './options.js'
 import type { ApiConventionsOptions } from './options.js'
 import { buildRegistry } from './registry/index.js'
@@ -68,9 +69,12 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   // XML, form and multipart bodies, and XML responses when Accept asks for them (issue 8).
   const formats = installFormats(app, models)
   // Whatever the format: text no store keeps as sent is a 400 naming the field, before the schema.
-  app.addHook('preValidation', function checkStorableText (request, _reply, done) {
+  function checkStorableText (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
     const unstorable = request.body === undefined || request.body === null ? undefined : unstorableTextParam(request.body)
     done(unstorable === undefined ? undefined : withInvalidParams(new BodyInvalidError(), [unstorable]))
+  }
+  app.addHook('onRoute', function checkBodyText (route: RouteOptions) {
+    if (mayHaveBody(route)) addRouteHook(route, 'preValidation', checkStorableText)
   })
   app.setValidatorCompiler(({ schema, httpPart }) => httpPart === 'body' ? context.ajv.compile(schema) : () => true)
 
@@ -84,8 +88,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     }
   })
   // Security hooks in STYLE §3's order, ahead of every route and of the hooks added below.
-  await registerSecurity(app, options, models, url => methodsByRoute.get(url))
-  app.addHook('onRequest', createAcceptCheck(formats))
+  registerSecurity(app, options, models, url => methodsByRoute.get(url), createAcceptCheck(formats))
   // Before the resource routes, or they go undocumented; after the error handler, which routes capture when added.
   await registerOpenApi(app, options, models, schemaOptionsFor(context), context.allow)
 

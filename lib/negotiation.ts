@@ -19,21 +19,21 @@ function offersOf (types: readonly string[]): string[] {
 export interface ProducesConfig { readonly produces?: readonly string[] }
 
 export function createAcceptCheck (formats: ResponseFormats) {
-  return function checkAccept (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) {
+  /** The request edge's last step (security/edge.ts): 406 when nothing we produce is acceptable. */
+  return function checkAccept (request: FastifyRequest, reply: FastifyReply) {
     const accept = request.headers.accept
     const available = (request.routeOptions.config as ProducesConfig).produces
     // Vary: Accept is among the fixed headers the request edge has set (security/headers.ts).
     if (available === undefined) {
       const format = negotiateFormat(accept)
-      if (format === undefined) return done(new NotAcceptableError(produced.join(', ')))
+      if (format === undefined) throw new NotAcceptableError(produced.join(', '))
       if (format === 'xml') formats.useXml(request, reply)
-      return done()
+      return
     }
     // Fast path for what nearly every client sends.
-    if (accept === undefined || accept === '*/*') return done()
+    if (accept === undefined || accept === '*/*') return
     if (new Negotiator({ headers: { accept } }).mediaType(offersOf(available)) === undefined) {
-      return done(new NotAcceptableError(available.join(', ')))
+      throw new NotAcceptableError(available.join(', '))
     }
-    done()
   }
 }

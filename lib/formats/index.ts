@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { JsonSchema } from '../registry/derive.js'
 import { schemaNames } from '../registry/derive.js'
+import { addRouteHook, mayHaveBody } from '../route-hooks.js'
 import type { ResourceModel } from '../registry/model.js'
 import { UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
 import { coerceBody } from './coerce.js'
@@ -22,7 +23,6 @@ const bodySchemaOf = (request: FastifyRequest) => request.routeOptions.schema?.b
 
 const utf8 = new Set(['utf-8', 'utf8', 'us-ascii'])
 // Fastify never parses GET and HEAD bodies.
-const bodiless = new Set(['GET', 'HEAD'])
 
 /**
  * Bodies are decoded as UTF-8 (JSON: RFC 8259 §8.1) whatever the charset says: a Content-Type
@@ -37,8 +37,7 @@ function checkCharset (request: FastifyRequest, _reply: FastifyReply, done: (err
 export function installFormats (app: FastifyInstance, models: readonly ResourceModel[]): ResponseFormats {
   // On each route that reads a body, after its own Content-Type check (routes/body-type.ts).
   app.addHook('onRoute', function checkBodyCharset (route: RouteOptions) {
-    if ([route.method].flat().every(method => bodiless.has(method))) return
-    route.onRequest = [...[route.onRequest ?? []].flat(), checkCharset]
+    if (mayHaveBody(route)) addRouteHook(route, 'onRequest', checkCharset)
   })
   // parseAs 'string' holds XML and urlencoded bodies to bodyLimit (413) like JSON.
   app.addContentTypeParser('application/xml', { parseAs: 'string' }, async function parseXmlBody (request: FastifyRequest, body: string | Buffer) {

@@ -74,11 +74,11 @@ export function checkAuditHeaders (request: FastifyRequest) {
   request.audit = audit
 }
 
-const writes = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+export const writeMethods: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /** onResponse: every write that carried audit headers leaves one structured log line with their values. */
 export function logAuditedWrite (request: FastifyRequest, reply: FastifyReply, done: () => void) {
-  if (request.audit !== null && writes.has(request.method)) {
+  if (request.audit !== null && writeMethods.has(request.method)) {
     request.log.info({ audit: request.audit, statusCode: reply.statusCode }, 'audited write')
   }
   done()

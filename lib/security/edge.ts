@@ -1,6 +1,6 @@
 // The request edge: the checks every request passes before its route (request id, fixed headers,
-// CORS, query length, rate limit, authentication) run as steps of one onRequest hook. One hook
-// instead of six, and no promise unless a step really waits (an async verifier, Redis): Fastify's
+// CORS, query length, rate limit, authentication, Accept) run as steps of one onRequest hook. One
+// hook instead of seven, and no promise unless a step really waits (an async verifier, Redis): Fastify's
 // hook runner and the microtask of each async hook cost more than most of these checks do
 // (benchmarks/README.md, "Where the plugin's time goes").
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'

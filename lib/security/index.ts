@@ -1,6 +1,6 @@
 // The security edge of the plugin (spec "Request headers", "Response headers", "Authentication",
 // "Limits"), in one order for every request: request id → headers → CORS → query length → rate
-// limit → auth (the steps of one onRequest hook, edge.ts) → (route: content type) → Date and audit
+// limit → auth → Accept (the steps of one onRequest hook, edge.ts) → (route: content type) → Date and audit
 // headers → (route: authorization) → handler. CORS precedes STYLE §3's place so that every
 // refusal after it is readable by the browser that asked.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
@@ -8,11 +8,12 @@ import type { ResolvedOptions } from '../options.js'
 import type { ResourceModel } from '../registry/model.js'
 import { authorizationHook, createAuthenticator } from './auth.js'
 import type { Authentication, Authenticator, AuthorizedOperation } from './auth.js'
-import { checkAuditHeaders, logAuditedWrite } from './audit-headers.js'
+import { checkAuditHeaders, logAuditedWrite, writeMethods } from './audit-headers.js'
 import type { AuditValues } from './audit-headers.js'
 import { createCorsCheck, registerPreflightRoute } from './cors.js'
 import type { MethodsOf } from './cors.js'
 import { checkDateHeader } from './date-header.js'
+import { addRouteHook } from '../route-hooks.js'
 import { edgeHook, isPromise } from './edge.js'
 import type { EdgeStep } from './edge.js'
 import { createHeaderHooks } from './headers.js'
@@ -65,8 +66,6 @@ function resourceRoutes (models: readonly ResourceModel[]) {
   return routes
 }
 
-const asArray = <T>(value: T | T[] | undefined): T[] => value === undefined ? [] : Array.isArray(value) ? value : [value]
-
 /**
  * The edge's last step: the rate limit, keyed by principal when the credentials hold (else by
  * client address), then authentication (401 unless the route is public). Both need the
@@ -85,8 +84,11 @@ function admission (authenticator: Authenticator | null, limit: RateLimiter | nu
   }
 }
 
-/** `methodsOf`: the methods a route URL allows (filled as routes are added, read per preflight). */
-export function registerSecurity (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], methodsOf: MethodsOf) {
+/**
+ * `methodsOf`: the methods a route URL allows (filled as routes are added, read per preflight).
+ * `negotiate`: the Accept check (406), the edge's last step.
+ */
+export function registerSecurity (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], methodsOf: MethodsOf, negotiate: EdgeStep) {
   app.decorateRequest('principal', null)
   app.decorateRequest('audit', null)
   const authenticator = options.auth === null ? null : createAuthenticator(options.auth)
@@ -101,10 +103,15 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
     if (target === undefined) return
     const policy = options.resourcePolicies.get(target.model.name)
     if (policy !== undefined) route.config = { ...policy, ...route.config }
-    if (authorize !== undefined) route.preParsing = [...asArray(route.preParsing), authorizationHook(authorize, target.model, target.operation, target.item)]
+    if (authorize !== undefined) addRouteHook(route, 'preParsing', authorizationHook(authorize, target.model, target.operation, target.item))
+  })
+  app.addHook('onRoute', function addAuditLog (route: RouteOptions) {
+    if ([route.method].flat().some(method => writeMethods.has(method))) addRouteHook(route, 'onResponse', logAuditedWrite)
   })
 
   const headers = createHeaderHooks(options.cacheControl, options.deprecation)
+  app.addHook('onSend', headers.setRouteHeaders)
+
   // CORS comes before the refusals that follow (414, 429, 401) so that they carry
   // Access-Control-Allow-Origin: without it a browser hides the whole answer, Retry-After included.
   const steps: Array<EdgeStep | undefined> = [
@@ -112,11 +119,11 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
     headers.setFixedHeaders,
     createCorsCheck(options.cors, options.auth?.apiKey !== undefined, methodsOf),
     queryLengthCheck(options.maxQueryLength),
-    admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit))
+    admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit)),
+    negotiate
   ]
   app.addHook('onRequest', edgeHook(steps.filter(step => step !== undefined)))
   registerPreflightRoute(app)
-  app.addHook('onSend', headers.setRouteHeaders)
 
   // preParsing runs after every onRequest hook, the routes' 415 check included.
   app.addHook('preParsing', function checkRequestHeaders (request, _reply, payload, done) {
@@ -128,5 +135,4 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
     }
     done(null, payload)
   })
-  app.addHook('onResponse', logAuditedWrite)
 }
