@@ -158,3 +158,17 @@ t.test('responses over a real socket carry Date and the security headers', async
   t.equal(res.headers.get('x-content-type-options'), 'nosniff')
   t.equal(res.headers.get('content-security-policy'), expected['content-security-policy'])
 })
+
+t.test('headers a host sets before the plugin runs are kept beside the fixed ones', async t => {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  app.addHook('onRequest', function hostHeader (_request, reply, done) {
+    reply.header('x-served-by', 'edge-7').header('cache-control', 'private')
+    done()
+  })
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()) })
+  const res = await app.inject({ url: '/v1/books' })
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['x-served-by'], 'edge-7')
+  t.same(pick(res.headers, ...names), { ...expected, 'cache-control': 'private' }, 'the host\'s value wins where both set one')
+})

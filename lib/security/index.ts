@@ -1,5 +1,5 @@
 // The security edge of the plugin (spec "Request headers", "Response headers", "Authentication",
-// "Limits"), in one order for every request: request id → headers → CORS → query length → rate
+// "Limits"), in one order for every request: headers → request id → CORS → query length → rate
 // limit → auth → Accept (the steps of one onRequest hook, edge.ts) → (route: content type) → Date and audit
 // headers → (route: authorization) → handler. CORS precedes STYLE §3's place so that every
 // refusal after it is readable by the browser that asked.
@@ -115,8 +115,8 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
   // CORS comes before the refusals that follow (414, 429, 401) so that they carry
   // Access-Control-Allow-Origin: without it a browser hides the whole answer, Retry-After included.
   const steps: Array<EdgeStep | undefined> = [
-    stampRequestId,
     headers.setFixedHeaders,
+    stampRequestId,
     createCorsCheck(options.cors, options.auth?.apiKey !== undefined, methodsOf),
     queryLengthCheck(options.maxQueryLength),
     admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit)),
