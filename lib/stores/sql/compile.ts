@@ -34,6 +34,8 @@ const FALSE = raw('FALSE')
 const ORDERING = { gt: '>', ge: '>=', lt: '<', le: '<=' } as const
 const DIRECTIONS = { asc: 'ASC', desc: 'DESC' } as const
 const ESCAPE = raw(String.raw` ESCAPE E'\\'`)
+/** The page's rows on the near side of a nullable first key's NULL group, when it splits the page. */
+const NEAR = 'near'
 
 export function compileList (table: Table, query: ListQuery, context: CompileContext): CompiledList {
   const where: Sql[] = []
@@ -58,15 +60,17 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
   if (window.kind === 'offset') {
     page = sql`${select(where, table.selectList)} OFFSET ${window.offset}`
   } else {
-    const ranges = keyset(table, sort, window.values)
-    if (ranges.length === 1) {
-      page = select([...where, ranges[0]], table.selectList)
+    const [near, far] = keyset(table, sort, window.values)
+    if (far === undefined) {
+      page = select([...where, near], table.selectList)
     } else {
-      // Two ranges are two index scans; the outer ORDER BY merges them (a Merge Append, which
-      // stops once the page is full). The union takes the table's alias, so the select list and
-      // the order read it unchanged.
-      const parts = ranges.map(range => sql`(${select([...where, range], sql`${ident(MAIN)}.*`)})`)
-      page = sql`SELECT ${table.selectList} FROM (${join(parts, ' UNION ALL ')}) AS ${ident(MAIN)}${limit}`
+      // Two ranges, two index scans. The far one is read only when the near one cannot fill the
+      // page (the count is computed once, so PostgreSQL skips that scan otherwise); the outer
+      // ORDER BY puts the rows in order. Named as the table, the union is read by the select list
+      // and the order unchanged.
+      const rows = sql`${ident(MAIN)}.*`
+      const gate = sql`(SELECT count(*) FROM ${ident(NEAR)}) <= ${query.limit}`
+      page = sql`WITH ${ident(NEAR)} AS MATERIALIZED (${select([...where, near], rows)}) SELECT ${table.selectList} FROM (SELECT * FROM ${ident(NEAR)} UNION ALL (${select([...where, far, gate], rows)})) AS ${ident(MAIN)}${limit}`
     }
   }
   return { page, count, reversed }
@@ -83,10 +87,10 @@ function column (table: Table, field: string): Column {
 interface Key { readonly ref: Sql, readonly value: Sql | null, readonly asc: boolean, readonly canBeNull: boolean }
 
 /**
- * Rows strictly after the anchor in the given order, as one or two conditions that an index on
- * (first key, id) reads each as one range: a nullable first key splits at its NULL group, which
- * no comparison with a value reaches (NULL is lowest: before the values ascending, after them
- * descending). Without the split PostgreSQL would read through that group, or from the top.
+ * Rows strictly after the anchor in the given order, as one or two conditions, nearest first, that
+ * an index on (first key, id) reads each as one range: a nullable first key splits at its NULL
+ * group, which no comparison with a value reaches (NULL is lowest: before the values ascending,
+ * after them descending). Without the split PostgreSQL would read through that group, or from the top.
  */
 function keyset (table: Table, sort: readonly SortKey[], anchor: readonly unknown[]): Sql[] {
   const keys: Key[] = sort.map((key, i) => {
