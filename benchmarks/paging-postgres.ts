@@ -10,7 +10,7 @@ import { postgresStore } from '../lib/index.js'
 import { benchConfig, buildPluginApp } from './server.js'
 import { databaseUrl } from './postgres.js'
 
-// PAGING_QUERY overrides the query, e.g. to compare sort shapes (a nullable descending first key is the slow one).
+// PAGING_QUERY overrides the query, e.g. to compare sort shapes (a nullable first key splits each page at its NULL group).
 const query = process.env.PAGING_QUERY ?? 'filter=year%20ge%202000&sort=-rating'
 const headers = { authorization: 'Bearer dev-token', accept: 'application/json' }
 const pageSize = 20

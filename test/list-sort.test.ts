@@ -1,5 +1,6 @@
 // LIST with `sort=` (spec "Sorting", "Paging stability" 1; issue 3, point 3): ascending by default,
-// `-` for descending, NULL lowest, the id as the final tie-breaker, unknown or unsortable fields 400.
+// `-` for descending, NULL lowest, the id as the final tie-breaker in the last key's direction,
+// unknown or unsortable fields 400.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { defineResource, memoryStore } from '../lib/index.js'
@@ -50,7 +51,7 @@ t.test('later expressions order the items that tie on earlier ones', async t => 
   t.same(await sorted(app, 'available, -rating'), ['Solaris', 'The Left Hand of Darkness', 'The Dispossessed', 'Aardvark', 'Owls Do Cry'], 'spaces around names are ignored')
 })
 
-t.test('the id breaks every remaining tie, ascending, whatever the direction of the other keys', async t => {
+t.test('the id breaks every remaining tie, in the direction of the last sort key', async t => {
   const { app, authors } = await fixture(t)
   const twins = []
   for (let i = 0; i < 5; i++) twins.push((await create(app, 'books', { title: 'Twin', authorId: authors[0].id, year: 2000 })).id)
@@ -59,11 +60,16 @@ t.test('the id breaks every remaining tie, ascending, whatever the direction of 
     const res = await get(app, `/v1/books?sort=${sort}&title=Twin`)
     return idsOf(res.json())
   }
+  const descending = [...ascending].reverse()
+  t.same(await twinIds(''), ascending, 'without sort, ascending')
   t.same(await twinIds('title'), ascending)
-  t.same(await twinIds('-title'), ascending)
-  t.same(await twinIds('-year,-title'), ascending)
-  t.same(await twinIds('-id'), [...ascending].reverse(), 'sorting on the id itself is allowed, in either direction')
-  t.same(await twinIds('-title,-id'), [...ascending].reverse())
+  t.same(await twinIds('-title'), descending)
+  t.same(await twinIds('-year,-title'), descending)
+  t.same(await twinIds('-year,title'), ascending, 'only the last key counts')
+  t.same(await twinIds('year,-title'), descending)
+  t.same(await twinIds('-id'), descending, 'sorting on the id itself is allowed, in either direction')
+  t.same(await twinIds('-title,id'), ascending, 'a named id keeps its own direction')
+  t.same(await twinIds('-title,-id'), descending)
 })
 
 t.test('sort applies across token pages, ties included', async t => {

@@ -173,9 +173,17 @@ function parseSort (model: ResourceModel, text: string | undefined, problems: In
       keys.push({ field: name, direction: descending ? 'desc' : 'asc' })
     }
   }
-  // Paging stability 1: the id makes the order total.
-  if (!keys.some(key => key.field === model.idField)) keys.push({ field: model.idField, direction: 'asc' })
-  return keys
+  return withTieBreaker(model, keys)
+}
+
+/**
+ * Paging stability 1: the id ends every order, making it total. Unless sorted on, it takes the
+ * direction of the last key (ascending without one), so `sort=-rating` is the `(rating, id)`
+ * index read backwards: the SQL store pages it by seeking instead of sorting each rating's ties.
+ */
+export function withTieBreaker (model: ResourceModel, keys: readonly SortKey[]): SortKey[] {
+  if (keys.some(key => key.field === model.idField)) return [...keys]
+  return [...keys, { field: model.idField, direction: keys.at(-1)?.direction ?? 'asc' }]
 }
 
 function parseFields (model: ResourceModel, text: string | undefined, problems: InvalidParam[]): Set<string> | null {

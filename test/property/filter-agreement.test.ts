@@ -265,10 +265,10 @@ function simpleHolds (name: string, values: readonly string[], book: Row, author
   })
 }
 
-/** The sort's order: null first, date-times by instant, strings by code unit, the id last. */
+/** The sort's order: null first, date-times by instant, strings by code unit, the id last in the last key's direction. */
 function sortOrder (sort: string) {
   const keys = sort === '' ? [] : sort.split(',').map(key => key.startsWith('-') ? { field: key.slice(1), sign: -1 } : { field: key, sign: 1 })
-  keys.push({ field: 'id', sign: 1 })
+  keys.push({ field: 'id', sign: keys.at(-1)?.sign ?? 1 })
   return (a: Row, b: Row): number => {
     for (const { field, sign } of keys) {
       const [x, y] = [a[field] ?? null, b[field] ?? null].map(value => field === 'at' || field === 'until' ? instantOf(value) : value) as Array<string | number | boolean | null>

@@ -56,10 +56,10 @@ const stepArb = fc.record({ pageSize: fc.integer({ min: 1, max: 5 }), changes: c
 type Changes = Array<{ create: object } | { delete: number }>
 interface Step { pageSize: number, changes: Changes }
 
-/** The order the sort asks for: null lowest, date-times by instant, then the id (ascending unless sorted on) as tie-breaker. */
+/** The order the sort asks for: null lowest, date-times by instant, then the id (unless sorted on) as tie-breaker in the last key's direction. */
 function comparator (sort: string) {
   const keys = sort === '' ? [] : sort.split(',').map(key => key.startsWith('-') ? { field: key.slice(1), sign: -1 } : { field: key, sign: 1 })
-  if (!keys.some(key => key.field === 'id')) keys.push({ field: 'id', sign: 1 })
+  if (!keys.some(key => key.field === 'id')) keys.push({ field: 'id', sign: keys.at(-1)?.sign ?? 1 })
   const valueOf = (item: Item, field: string) => (field === 'at' && typeof item.at === 'string' ? Date.parse(item.at) : item[field]) as string | number | boolean | null
   return (a: Item, b: Item): number => {
     for (const { field, sign } of keys) {

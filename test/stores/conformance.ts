@@ -12,6 +12,7 @@ import { defineResource } from '../../lib/registry/define.js'
 import type { ResourceModel } from '../../lib/registry/model.js'
 import { parseFilter } from '../../lib/query/filter/parser.js'
 import { checkFilter } from '../../lib/query/filter/check.js'
+import { withTieBreaker } from '../../lib/query/list-query.js'
 import { memoryStore } from '../../lib/stores/memory.js'
 import { VERSION_MISMATCH } from '../../lib/stores/store.js'
 import type { Fields, ListQuery, PageWindow, SortKey, Store, StoredRecord } from '../../lib/stores/store.js'
@@ -101,7 +102,7 @@ export async function seed (store: Store, models: Models): Promise<void> {
 
 export interface QueryOptions {
   readonly filter?: string
-  /** `title,-year`; the id is appended ascending unless named. */
+  /** `title,-year`; the id is appended in the last key's direction unless named (as LIST does). */
   readonly sort?: string
   readonly window?: PageWindow
   readonly limit?: number
@@ -109,12 +110,11 @@ export interface QueryOptions {
 }
 
 export function listQuery (model: ResourceModel, options: QueryOptions = {}): ListQuery {
-  const sort: SortKey[] = (options.sort ?? '').split(',').filter(key => key !== '')
+  const keys: SortKey[] = (options.sort ?? '').split(',').filter(key => key !== '')
     .map(key => key.startsWith('-') ? { field: key.slice(1), direction: 'desc' } : { field: key, direction: 'asc' })
-  if (!sort.some(key => key.field === model.idField)) sort.push({ field: model.idField, direction: 'asc' })
   return {
     filter: options.filter === undefined ? null : checkFilter(parseFilter(options.filter), model),
-    sort,
+    sort: withTieBreaker(model, keys),
     window: options.window ?? { kind: 'offset', offset: 0 },
     limit: options.limit ?? 100,
     total: options.total ?? false
@@ -557,20 +557,28 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       [books, 'title', ['b01', 'b03', 'b05', 'b09', 'b10', 'b07', 'b02', 'b04', 'b08', 'b06']],
       [books, '-title', ['b06', 'b08', 'b04', 'b02', 'b07', 'b10', 'b09', 'b05', 'b03', 'b01']],
       [books, 'year', ['b02', 'b07', 'b05', 'b03', 'b09', 'b01', 'b04', 'b10', 'b06', 'b08']],
-      [books, '-year', ['b06', 'b08', 'b01', 'b04', 'b10', 'b03', 'b09', 'b05', 'b02', 'b07']],
+      [books, '-year', ['b08', 'b06', 'b10', 'b04', 'b01', 'b09', 'b03', 'b05', 'b07', 'b02']],
       [books, 'rating,-year', ['b04', 'b02', 'b09', 'b05', 'b07', 'b10', 'b03', 'b08', 'b01', 'b06']],
       [books, 'available,-id', ['b10', 'b04', 'b09', 'b06', 'b02', 'b08', 'b07', 'b05', 'b03', 'b01']],
       [books, '-available,year', ['b07', 'b05', 'b03', 'b01', 'b08', 'b02', 'b09', 'b06', 'b04', 'b10']],
       [books, 'published', ['b02', 'b05', 'b07', 'b08', 'b09', 'b10', 'b03', 'b01', 'b04', 'b06']],
       [books, 'note', ['b02', 'b04', 'b05', 'b06', 'b07', 'b08', 'b09', 'b10', 'b01', 'b03']],
       [books, '-editorId,-id', ['b10', 'b05', 'b07', 'b01', 'b03', 'b09', 'b08', 'b06', 'b04', 'b02']],
+      // The id breaks ties in the direction of the last key: 4.5 and 3 are ties, NULL a tie at the end.
+      [books, 'rating', ['b02', 'b04', 'b09', 'b05', 'b07', 'b03', 'b10', 'b01', 'b08', 'b06']],
+      [books, '-rating', ['b06', 'b08', 'b01', 'b10', 'b03', 'b07', 'b05', 'b09', 'b04', 'b02']],
+      [books, '-available', ['b08', 'b07', 'b05', 'b03', 'b01', 'b09', 'b06', 'b02', 'b10', 'b04']],
+      [books, 'year,-available', ['b07', 'b02', 'b05', 'b03', 'b09', 'b01', 'b10', 'b04', 'b08', 'b06']],
+      [books, '-rating,title', ['b06', 'b01', 'b08', 'b03', 'b10', 'b07', 'b05', 'b09', 'b02', 'b04']],
+      [books, 'authorId,title', ['b01', 'b09', 'b07', 'b02', 'b03', 'b04', 'b08', 'b05', 'b10', 'b06']],
+      [books, '-authorId,title', ['b05', 'b10', 'b06', 'b03', 'b04', 'b08', 'b01', 'b09', 'b07', 'b02']],
       [authors, 'born', ['a2', 'a3', 'a1', 'a4']],
       [authors, '-born', ['a4', 'a1', 'a3', 'a2']],
       [authors, 'name', ['a1', 'a4', 'a2', 'a3']],
       [authors, '-id', ['a4', 'a3', 'a2', 'a1']]
     ]
 
-    t.test('sort: each key in turn, NULL first ascending and last descending, the id breaking ties', async t => {
+    t.test("sort: each key in turn, NULL first ascending and last descending, the id breaking ties in the last key's direction", async t => {
       for (const [model, sort, expected] of orders) t.same(await ids(model, { sort }), expected, `${model.name} sort=${sort}`)
     })
 
@@ -611,13 +619,24 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
         ['year', window('after', [null, 'b00']), ['b02', 'b07', 'b05', 'b03', 'b09', 'b01', 'b04', 'b10', 'b06', 'b08'], false],
         ['year', window('before', [null, 'b07']), ['b02'], false],
         ['year', window('before', [1999, 'b04']), ['b02', 'b07', 'b05', 'b03'], false],
-        ['-year', window('after', [null, 'b02']), ['b07'], false],
-        ['-year', window('after', [2001, 'b04']), ['b10', 'b03', 'b09', 'b05', 'b02', 'b07'], false],
-        ['-year', window('before', [2001, 'b04']), ['b06', 'b08', 'b01'], false],
-        ['-year', window('before', [null, 'b00']), ['b06', 'b08', 'b01', 'b04', 'b10', 'b03', 'b09', 'b05'], false],
+        ['-year', window('after', [null, 'b07']), ['b02'], false],
+        ['-year', window('after', [2001, 'b04']), ['b01', 'b09', 'b03', 'b05', 'b07', 'b02'], false],
+        ['-year', window('before', [2001, 'b04']), ['b08', 'b06', 'b10'], false],
+        ['-year', window('before', [null, 'b99']), ['b08', 'b06', 'b10', 'b04', 'b01', 'b09', 'b03', 'b05'], false],
         ['title', window('after', ['Zeta', 'b09']), ['b10', 'b07', 'b02', 'b04', 'b08', 'b06'], false],
         ['title', window('after', ['Zz', 'a']), ['b10', 'b07', 'b02', 'b04', 'b08', 'b06'], false],
         ['published', window('after', ['2020-01-01T10:00:00.000Z', 'b01']), ['b04', 'b06'], false],
+        // A nullable first key: the NULL group and the values are read apart, whichever side the anchor is on.
+        ['rating', window('after', [null, 'b02']), ['b04', 'b09', 'b05', 'b07', 'b03', 'b10', 'b01', 'b08', 'b06'], false],
+        ['rating', window('before', [null, 'b04']), ['b02'], false],
+        ['rating', window('before', [3, 'b03']), ['b02', 'b04', 'b09', 'b05', 'b07'], false],
+        ['-rating', window('after', [4.5, 'b08']), ['b01', 'b10', 'b03', 'b07', 'b05', 'b09', 'b04', 'b02'], false],
+        ['-rating', window('after', [null, 'b04']), ['b02'], false],
+        ['-rating', window('before', [null, 'b02']), ['b06', 'b08', 'b01', 'b10', 'b03', 'b07', 'b05', 'b09', 'b04'], false],
+        ['-rating', window('before', [3, 'b10']), ['b06', 'b08', 'b01'], false],
+        ['-rating,title', window('after', [4.5, 'Alpha', 'b01']), ['b08', 'b03', 'b10', 'b07', 'b05', 'b09', 'b02', 'b04'], false],
+        ['-rating,title', window('after', [null, 'beta', 'b02']), ['b04'], false],
+        ['-rating,title', window('before', [null, 'beta', 'b02']), ['b06', 'b01', 'b08', 'b03', 'b10', 'b07', 'b05', 'b09'], false],
         ['', window('after', ['b08']), ['b09', 'b10'], false],
         ['', window('before', ['b03']), ['b01', 'b02'], false],
         ['', window('after', ['b10']), [], false]
@@ -626,8 +645,36 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
         const page = await store.list(books, listQuery(books, { sort, window: win }))
         t.same({ ids: idsOf(page.items), hasMore: page.hasMore }, { ids: expected, hasMore }, `sort=${sort} ${win.kind} ${JSON.stringify(win.kind === 'offset' ? null : win.values)}`)
       }
-      const short = await store.list(books, listQuery(books, { sort: '-year', window: window('before', [null, 'b00']), limit: 2 }))
-      t.same({ ids: idsOf(short.items), hasMore: short.hasMore }, { ids: ['b09', 'b05'], hasMore: true }, 'a short before page is the one nearest the anchor')
+      const short = await store.list(books, listQuery(books, { sort: '-year', window: window('before', [null, 'b99']), limit: 2 }))
+      t.same({ ids: idsOf(short.items), hasMore: short.hasMore }, { ids: ['b03', 'b05'], hasMore: true }, 'a short before page is the one nearest the anchor')
+    })
+
+    t.test('a descending nullable first key pages into its NULL group and back, ties on the id descending', async t => {
+      const forward = await walkForward(store, books, { sort: '-rating', limit: 3 })
+      t.same(forward, [
+        { ids: ['b06', 'b08', 'b01'], hasMore: true },
+        { ids: ['b10', 'b03', 'b07'], hasMore: true },
+        { ids: ['b05', 'b09', 'b04'], hasMore: true },
+        { ids: ['b02'], hasMore: false }
+      ], 'next')
+      t.same(await walkBackward(store, books, { sort: '-rating', limit: 3 }, await store.get(books, 'b02') as StoredRecord), [
+        { ids: ['b05', 'b09', 'b04'], hasMore: true },
+        { ids: ['b10', 'b03', 'b07'], hasMore: true },
+        { ids: ['b06', 'b08', 'b01'], hasMore: false }
+      ], 'prev')
+      // With a filter; a page ends exactly where the NULL group starts.
+      const filtered = { filter: 'year ne 1999', sort: '-rating', limit: 2 }
+      t.same((await walkForward(store, books, filtered)).map(page => page.ids), [['b06', 'b08'], ['b01', 'b10'], ['b07', 'b05'], ['b04', 'b02']], 'next, filtered')
+      t.same((await walkBackward(store, books, filtered, await store.get(books, 'b04') as StoredRecord)).map(page => page.ids), [['b07', 'b05'], ['b01', 'b10'], ['b06', 'b08']], 'prev, filtered')
+    })
+
+    t.test('an ascending nullable first key pages through its NULL group', async t => {
+      t.same((await walkForward(store, books, { sort: 'rating', limit: 1 })).slice(0, 3), [
+        { ids: ['b02'], hasMore: true },
+        { ids: ['b04'], hasMore: true },
+        { ids: ['b09'], hasMore: true }
+      ])
+      t.same((await walkBackward(store, books, { sort: 'rating', limit: 2 }, await store.get(books, 'b05') as StoredRecord)).map(page => page.ids), [['b04', 'b09'], ['b02']])
     })
 
     t.test('keyset windows combine with a filter', async t => {
@@ -704,7 +751,7 @@ export function agreesWithMemory (t: Test, makeStore: MakeStore, runs = 60): voi
         fc.tuple(tie('node'), fc.constantFrom('and', 'or'), tie('node')).map(([a, op, b]) => `(${a} ${op} ${b})`),
         tie('node').map(a => `not (${a})`))
     })).node
-    const sort = fc.subarray(['title', '-title', 'year', '-year', 'rating', '-rating', 'available', '-available', 'published', 'note', '-editorId'], { maxLength: 3 })
+    const sort = fc.subarray(['title', '-title', 'year', '-year', 'rating', '-rating', 'available', '-available', 'published', 'note', '-editorId', 'authorId'], { maxLength: 3 })
       .filter(keys => new Set(keys.map(k => k.replace('-', ''))).size === keys.length)
       .map(keys => keys.join(','))
     const windowOf = fc.oneof(

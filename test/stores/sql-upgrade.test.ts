@@ -106,7 +106,7 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     t.equal(list.statusCode, 200)
     t.same(list.json().data.things.map((thing: { code: string }) => thing.code), ['zz-old', 'zz-old', 'zz-old', 'zz-old', 'zz-old', 'c2', 'c1', 'c0'])
     t.same(await walk(app, '/v1/things?sort=code&pageSize=2&fields=id'), ['t8', 't7', 't6', 't1', 't2', 't3', 't4', 't5'], 'token pages visit every row, old ones included')
-    t.same(await walk(app, '/v1/things?sort=-code&pageSize=2&fields=id'), ['t1', 't2', 't3', 't4', 't5', 't6', 't7', 't8'])
+    t.same(await walk(app, '/v1/things?sort=-code&pageSize=2&fields=id'), ['t5', 't4', 't3', 't2', 't1', 't6', 't7', 't8'], 'ties on the id descending, as the sort')
   })
 
   t.test('a field whose column has another type stops start-up naming both; the data stays as it was', async t => {

@@ -34,16 +34,18 @@ const FALSE = raw('FALSE')
 const ORDERING = { gt: '>', ge: '>=', lt: '<', le: '<=' } as const
 const DIRECTIONS = { asc: 'ASC', desc: 'DESC' } as const
 const ESCAPE = raw(String.raw` ESCAPE E'\\'`)
+/** The page's rows on the near side of a nullable first key's NULL group, when it splits the page. */
+const NEAR = 'near'
 
 export function compileList (table: Table, query: ListQuery, context: CompileContext): CompiledList {
   const where: Sql[] = []
   if (query.filter !== null) where.push(compileFilter(table, query.filter, context))
-  const count = query.total ? sql`SELECT count(*) FROM ${table.ref} AS ${ident(MAIN)}${whereClause(where)}` : undefined
+  const from = sql`${table.ref} AS ${ident(MAIN)}`
+  const count = query.total ? sql`SELECT count(*) FROM ${from}${whereClause(where)}` : undefined
   const { window } = query
   const reversed = window.kind === 'before'
   // A `before` page is the `after` page of the reversed order (NULL stays lowest, so it flips side).
   const sort = reversed ? query.sort.map(key => ({ field: key.field, direction: key.direction === 'asc' ? 'desc' : 'asc' } as const)) : query.sort
-  if (window.kind !== 'offset') where.push(keyset(table, sort, window.values))
   // NULL sorts lowest (spec "Sorting" 3). On a column that holds no NULL the clause is left out:
   // PostgreSQL would not match NULLS FIRST against a plain index, and would sort the whole table.
   const order = join(sort.map(key => {
@@ -51,9 +53,26 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
     const nulls = col.canBeNull ? (key.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : ''
     return sql`${columnRef(MAIN, col)} ${raw(DIRECTIONS[key.direction] + nulls)}`
   }), ', ')
-  const offset = window.kind === 'offset' ? sql` OFFSET ${window.offset}` : raw('')
   // One row more than asked tells whether more lie beyond the page.
-  const page = sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)}${whereClause(where)} ORDER BY ${order} LIMIT ${query.limit + 1}${offset}`
+  const limit = sql` ORDER BY ${order} LIMIT ${query.limit + 1}`
+  const select = (conditions: readonly Sql[], list: Sql) => sql`SELECT ${list} FROM ${from}${whereClause(conditions)}${limit}`
+  let page: Sql
+  if (window.kind === 'offset') {
+    page = sql`${select(where, table.selectList)} OFFSET ${window.offset}`
+  } else {
+    const [near, far] = keyset(table, sort, window.values)
+    if (far === undefined) {
+      page = select([...where, near], table.selectList)
+    } else {
+      // Two ranges, two index scans. The far one is read only when the near one cannot fill the
+      // page (the count is computed once, so PostgreSQL skips that scan otherwise); the outer
+      // ORDER BY puts the rows in order. Named as the table, the union is read by the select list
+      // and the order unchanged.
+      const rows = sql`${ident(MAIN)}.*`
+      const gate = sql`(SELECT count(*) FROM ${ident(NEAR)}) <= ${query.limit}`
+      page = sql`WITH ${ident(NEAR)} AS MATERIALIZED (${select([...where, near], rows)}) SELECT ${table.selectList} FROM (SELECT * FROM ${ident(NEAR)} UNION ALL (${select([...where, far, gate], rows)})) AS ${ident(MAIN)}${limit}`
+    }
+  }
   return { page, count, reversed }
 }
 
@@ -65,15 +84,40 @@ function column (table: Table, field: string): Column {
   return table.columns.get(field) as Column
 }
 
+interface Key { readonly ref: Sql, readonly value: Sql | null, readonly asc: boolean, readonly canBeNull: boolean }
+
 /**
- * Rows strictly after the anchor in the given order, as an OR of ANDs (a row comparison cannot
- * mix directions or order NULLs): equal on the first i keys and after it on key i.
+ * Rows strictly after the anchor in the given order, as one or two conditions, nearest first, that
+ * an index on (first key, id) reads each as one range: a nullable first key splits at its NULL
+ * group, which no comparison with a value reaches (NULL is lowest: before the values ascending,
+ * after them descending). Without the split PostgreSQL would read through that group, or from the top.
  */
-function keyset (table: Table, sort: readonly SortKey[], values: readonly unknown[]): Sql {
-  const keys = sort.map((key, i) => {
+function keyset (table: Table, sort: readonly SortKey[], anchor: readonly unknown[]): Sql[] {
+  const keys: Key[] = sort.map((key, i) => {
     const col = column(table, key.field)
-    return { ref: columnRef(MAIN, col), value: values[i] == null ? null : typed(values[i], col.field.type), asc: key.direction === 'asc', canBeNull: col.canBeNull }
+    return { ref: columnRef(MAIN, col), value: anchor[i] == null ? null : typed(anchor[i], col.field.type), asc: key.direction === 'asc', canBeNull: col.canBeNull }
   })
+  const [first, ...rest] = keys
+  if (first.value === null) {
+    // Within the NULL group the rest of the keys decide; ascending, every value follows the group.
+    const group = sql`${first.ref} IS NULL AND ${beyond(rest)}`
+    return first.asc ? [group, sql`${first.ref} IS NOT NULL`] : [group]
+  }
+  // A row comparison over the leading keys of one direction is the range an index scan seeks to.
+  // It stops before a nullable key: a NULL there makes the comparison NULL rather than after.
+  // Over only some of the keys it bounds the rows (equal ones included) and the OR of ANDs decides.
+  const end = keys.findIndex((key, i) => i > 0 && (key.asc !== first.asc || key.canBeNull))
+  const leading = end === -1 ? keys : keys.slice(0, end)
+  const row = (parts: readonly Sql[]) => parts.length === 1 ? parts[0] : sql`(${join(parts, ', ')})`
+  const op = raw((first.asc ? '>' : '<') + (end === -1 ? '' : '='))
+  const range = sql`${row(leading.map(key => key.ref))} ${op} ${row(leading.map(key => key.value as Sql))}`
+  const values = end === -1 ? range : sql`${range} AND ${beyond(keys)}`
+  // Descending, the NULL group follows the values: all of it is after the anchor.
+  return first.asc || !first.canBeNull ? [values] : [values, sql`${first.ref} IS NULL`]
+}
+
+/** Rows after the anchor on these keys, as an OR of ANDs (a row comparison cannot mix directions or order NULLs): equal on the first i keys and after it on key i. */
+function beyond (keys: readonly Key[]): Sql {
   const terms: Sql[] = []
   keys.forEach(({ ref, value, asc, canBeNull }, i) => {
     // NULL is the lowest value: after it ascending is any value; nothing is after it descending.
@@ -84,15 +128,8 @@ function keyset (table: Table, sort: readonly SortKey[], values: readonly unknow
     const equal = keys.slice(0, i).map(key => key.value === null ? sql`${key.ref} IS NULL` : sql`${key.ref} = ${key.value}`)
     terms.push(join([...equal, after], ' AND '))
   })
-  // The id is always the last key and never null, so there is at least one term. A range on the
-  // first key lets an index on (key, id) start at the anchor instead of filtering from the top
-  // (descending, only where no NULL can follow the anchor). TODO(#6 speed): a nullable first key
-  // still filters through its NULL group; splitting the page at NULL would keep that flat too.
-  const [first] = keys
-  const bound = first.value === null
-    ? raw('')
-    : first.asc ? sql`${first.ref} >= ${first.value} AND ` : first.canBeNull ? raw('') : sql`${first.ref} <= ${first.value} AND `
-  return sql`${bound}(${join(terms, ' OR ')})`
+  // The id is always the last key and never null, so there is at least one term.
+  return sql`(${join(terms, ' OR ')})`
 }
 
 /** The filter as a WHERE condition; `not` is pushed down to the atoms so SQL's NULL never leaks into logic. */
