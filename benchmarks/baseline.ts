@@ -23,11 +23,11 @@ const tokens = new Set(['dev-token'])
 const codec = createCursorCodec({ secrets: [CURSOR_SECRET] })
 // What a token is bound to (its query); tokens of one query are refused by the other.
 const defaultBinding = `${base}|id`
-const filteredBinding = `${base}|year ge 2000|-rating,id|title,rating,year`
+const filteredBinding = `${base}|year ge 2000|-rating,-id|title,rating,year`
 const seedModified = SEED_TIME.toUTCString()
 const createdModified = new Date(SEED_TIME.getTime() + 1000).toUTCString()
 
-/** Orders like the plugin: null first ascending, last descending, the id breaking ties. */
+/** Orders like the plugin: null first ascending, last descending, the id breaking ties in the same direction. */
 function compareBy (field: 'id' | 'rating', direction: 1 | -1) {
   return (a: BookRow, b: BookRow): number => {
     const x = a[field]
@@ -37,7 +37,7 @@ function compareBy (field: 'id' | 'rating', direction: 1 | -1) {
       if (y === null) return direction
       return (x < y ? -1 : 1) * direction
     }
-    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+    return (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) * direction
   }
 }
 
@@ -213,8 +213,8 @@ const byIdOrder = '"t0"."id" COLLATE "C" ASC'
 export const statements = {
   retrieve: `SELECT ${columns} FROM ${table} WHERE "t0"."id" = $1::text`,
   first: `SELECT ${columns} FROM ${table} ORDER BY ${byIdOrder} LIMIT $1 OFFSET $2`,
-  after: `SELECT ${columns} FROM ${table} WHERE "t0"."id" COLLATE "C" >= $1::text AND ("t0"."id" COLLATE "C" > $2::text) ORDER BY ${byIdOrder} LIMIT $3`,
-  filtered: `SELECT ${columns} FROM ${table} WHERE "t0"."year" >= $1::bigint ORDER BY "t0"."rating" DESC NULLS LAST, ${byIdOrder} LIMIT $2 OFFSET $3`,
+  after: `SELECT ${columns} FROM ${table} WHERE "t0"."id" COLLATE "C" > $1::text ORDER BY ${byIdOrder} LIMIT $2`,
+  filtered: `SELECT ${columns} FROM ${table} WHERE "t0"."year" >= $1::bigint ORDER BY "t0"."rating" DESC NULLS LAST, "t0"."id" COLLATE "C" DESC LIMIT $2 OFFSET $3`,
   create: `INSERT INTO ${table} ("id", "title", "authorId", "year", "rating", "available", "version", "modified_at") VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::double precision, $6::boolean, 1, now()) RETURNING ${columns}`
 }
 
@@ -245,7 +245,7 @@ function postgresRoutes (app: FastifyInstance, pool: pg.Pool) {
       ? (await query(statements.filtered, [2000, list.pageSize + 1, 0])).map(row => project(row.data))
       : list.after === undefined
         ? (await query(statements.first, [list.pageSize + 1, 0])).map(row => row.data)
-        : (await query(statements.after, [list.after, list.after, list.pageSize + 1])).map(row => row.data)
+        : (await query(statements.after, [list.after, list.pageSize + 1])).map(row => row.data)
     return listPage(reply, list, rows)
   })
 
