@@ -201,6 +201,11 @@ t.test('XML responses wired on a bare Fastify route', async t => {
     addVary(reply, 'Accept')
     return reply.send('')
   })
+  app.get('/vary-more', (_request, reply) => {
+    reply.header('vary', 'Origin')
+    addVary(reply, 'Accept')
+    return reply.send('')
+  })
   app.get('/vary-new', (_request, reply) => {
     addVary(reply, 'Accept')
     return reply.send('')
@@ -213,6 +218,7 @@ t.test('XML responses wired on a bare Fastify route', async t => {
   const typed = await app.inject({ url: '/typed' })
   t.match(typed.body, /<response [^>]*><a>2<\/a><\/response>$/, 'a schema per content type: its JSON shape')
   t.equal((await app.inject({ url: '/vary' })).headers.vary, 'Origin, accept', 'Accept already named: left alone')
+  t.equal((await app.inject({ url: '/vary-more' })).headers.vary, 'Origin, Accept', 'Accept added to what is there')
   t.equal((await app.inject({ url: '/vary-new' })).headers.vary, 'Accept', 'no Vary yet: Accept alone')
   const echo = await app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'application/xml' }, payload: '<x><n>1</n></x>' })
   t.same(echo.json(), { n: '1' }, 'no body schema: values stay text')

@@ -43,6 +43,19 @@ t.test('over the limit: 429 problem+json with Retry-After in seconds and every o
   t.equal(res.headers['cache-control'], 'no-store')
 })
 
+t.test('retryAfter: date sends Retry-After as an HTTP date, the spec\'s recommended form', async t => {
+  const app = await buildApp(t, { rateLimit: { ...limit, retryAfter: 'date' } })
+  t.same(await statuses(app, 2, { url: '/v1/books' }), [200, 200])
+  const before = Date.now()
+  const res = await app.inject({ url: '/v1/books' })
+  t.equal(res.statusCode, 429)
+  const retryAfter = res.headers['retry-after'] as string
+  t.match(retryAfter, /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/, 'IMF-fixdate')
+  const at = Date.parse(retryAfter)
+  t.ok(at > before && at <= before + 61000, `within the minute's window: ${retryAfter}`)
+  t.match(res.headers['ratelimit-reset'], /^\d+$/, 'RateLimit-Reset stays in seconds (the draft knows no other form)')
+})
+
 t.test('404s and 405s count too', async t => {
   const app = await buildApp(t, { rateLimit: limit })
   t.same(await statuses(app, 3, { url: '/v1/nothing' }), [404, 404, 429])
@@ -100,7 +113,8 @@ t.test('bad rateLimit options stop registration, naming the option', async t => 
     [{ max: 1, timeWindow: -5 }, /rateLimit\.timeWindow must be/],
     [{ max: 1, timeWindow: 1000, redis: {} }, /rateLimit\.redis must be an ioredis client/],
     [{ max: 1, timeWindow: 1000, redis: null }, /rateLimit\.redis must be an ioredis client/],
-    [{ max: 1, timeWindow: 1000, nameSpace: '' }, /rateLimit\.nameSpace must be/]
+    [{ max: 1, timeWindow: 1000, nameSpace: '' }, /rateLimit\.nameSpace must be/],
+    [{ max: 1, timeWindow: 1000, retryAfter: 'minutes' }, /rateLimit\.retryAfter must be 'seconds' or 'date'/]
   ]
   for (const [value, message] of cases) {
     await t.rejects(buildApp(t, { rateLimit: value as never }), { code: 'API_ERR_OPTIONS_INVALID', message }, JSON.stringify(value))

@@ -12,15 +12,12 @@ export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
   return record
 }
 
-// Formatting a date costs more than the rest of writeHeaders; records share few distinct times.
-const httpDates = new Map<number, string>()
+// Formatting a date costs more than the rest of writeHeaders: a stored record's time (the memory
+// store hands out the same Date on every read) is formatted once.
+const httpDates = new WeakMap<Date, string>()
 function httpDate (date: Date): string {
-  const time = date.getTime()
-  let text = httpDates.get(time)
-  if (text === undefined) {
-    if (httpDates.size >= 4096) httpDates.clear()
-    httpDates.set(time, text = date.toUTCString())
-  }
+  let text = httpDates.get(date)
+  if (text === undefined) httpDates.set(date, text = date.toUTCString())
   return text
 }
 

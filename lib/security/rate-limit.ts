@@ -17,6 +17,12 @@ export interface RateLimitOptions {
   readonly redis?: Redis
   /** Prefix of the Redis keys. Default `api-conventions-rate-limit:`. */
   readonly nameSpace?: string
+  /**
+   * The form of Retry-After on a 429 (spec "Response headers": seconds or an RFC 5322 date).
+   * Default `seconds`: it means the same to a client whose clock is off; `date` is the form the
+   * spec recommends.
+   */
+  readonly retryAfter?: 'seconds' | 'date'
 }
 
 export interface ResolvedRateLimit {
@@ -24,6 +30,7 @@ export interface ResolvedRateLimit {
   readonly timeWindow: number
   readonly redis: Redis | undefined
   readonly nameSpace: string
+  readonly retryAfter: 'seconds' | 'date'
 }
 
 const units: Readonly<Record<string, number>> = { ms: 1, millisecond: 1, s: 1000, second: 1000, m: 60000, minute: 60000, h: 3600000, hour: 3600000, d: 86400000, day: 86400000 }
@@ -39,7 +46,7 @@ function milliseconds (value: unknown): number | undefined {
 export function resolveRateLimit (value: unknown): ResolvedRateLimit | null {
   if (value === undefined || value === false) return null
   const given = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
-  const { max, redis, nameSpace = 'api-conventions-rate-limit:' } = given
+  const { max, redis, nameSpace = 'api-conventions-rate-limit:', retryAfter = 'seconds' } = given
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) throw new OptionsInvalidError(`rateLimit.max must be a positive integer, received ${JSON.stringify(max)}`)
   const timeWindow = milliseconds(given.timeWindow)
   if (timeWindow === undefined) throw new OptionsInvalidError(`rateLimit.timeWindow must be positive milliseconds or a duration such as '1 minute', received ${JSON.stringify(given.timeWindow)}`)
@@ -47,7 +54,8 @@ export function resolveRateLimit (value: unknown): ResolvedRateLimit | null {
     throw new OptionsInvalidError('rateLimit.redis must be an ioredis client')
   }
   if (typeof nameSpace !== 'string' || nameSpace === '') throw new OptionsInvalidError(`rateLimit.nameSpace must be a non-empty string, received ${JSON.stringify(nameSpace)}`)
-  return Object.freeze({ max, timeWindow, redis: redis as Redis | undefined, nameSpace })
+  if (retryAfter !== 'seconds' && retryAfter !== 'date') throw new OptionsInvalidError(`rateLimit.retryAfter must be 'seconds' or 'date', received ${JSON.stringify(retryAfter)}`)
+  return Object.freeze({ max, timeWindow, redis: redis as Redis | undefined, nameSpace, retryAfter })
 }
 
 interface Count { readonly current: number, readonly ttl: number }
@@ -75,7 +83,11 @@ export function createRateLimiter (options: ResolvedRateLimit): RateLimiter {
   function judge (reply: FastifyReply, { current, ttl }: Count) {
     const seconds = String(Math.ceil(ttl / 1000))
     reply.header('ratelimit-limit', limit).header('ratelimit-remaining', String(Math.max(0, max - current))).header('ratelimit-reset', seconds)
-    if (current > max) throw withHeaders(new RateLimitedError(seconds), { 'retry-after': seconds })
+    if (current > max) {
+      // An HTTP date has whole seconds: rounded up, so a client that waits until it is not early.
+      const retryAfter = options.retryAfter === 'date' ? new Date(Math.ceil((Date.now() + ttl) / 1000) * 1000).toUTCString() : seconds
+      throw withHeaders(new RateLimitedError(seconds), { 'retry-after': retryAfter })
+    }
   }
 
   if (options.redis === undefined) {
