@@ -1,7 +1,7 @@
 // Unit tests for evaluating filters on records and for the shared value order
 // (spec "Advanced filtering (`filter`)", "Sorting" 3).
 import t from 'tap'
-import { compareText, compilePredicate, sortCompare, sortCompareFor } from '../../lib/query/filter/evaluate.js'
+import { compareText, compilePredicate, sortCompare } from '../../lib/query/filter/evaluate.js'
 import type { FilterNode } from '../../lib/query/filter/ast.js'
 import { parseFilter } from '../../lib/query/filter/parser.js'
 
@@ -177,16 +177,6 @@ t.test('sortCompare', async t => {
   t.equal(sortCompare({ a: 1 }, { b: 2 }), 0)
   t.ok(sortCompare(1, 'a') < 0)
   t.ok(sortCompare(true, 'a') > 0)
-})
-
-t.test('sortCompareFor orders date-time fields by instant and other fields by sortCompare', async t => {
-  const byInstant = sortCompareFor('datetime')
-  const values = ['2024-01-01T10:00:00+02:00', '2024-01-01T09:00:00Z', null, '2024-01-01T08:30:00Z']
-  t.strictSame([...values].sort(byInstant), [null, '2024-01-01T10:00:00+02:00', '2024-01-01T08:30:00Z', '2024-01-01T09:00:00Z'])
-  t.strictSame([...values].sort(sortCompare), [null, '2024-01-01T08:30:00Z', '2024-01-01T09:00:00Z', '2024-01-01T10:00:00+02:00'], 'as text the order differs')
-  t.equal(byInstant('2024-01-01T10:00:00+02:00', '2024-01-01T08:00:00.000Z'), 0, 'one instant, two spellings')
-  t.ok(byInstant(undefined, '2024-01-01T08:00:00Z') < 0)
-  for (const type of ['string', 'integer', 'number', 'boolean', 'date', 'json'] as const) t.equal(sortCompareFor(type), sortCompare, type)
 })
 
 t.test('strings order by code point, as PostgreSQL\'s "C" collation does, not by UTF-16 code unit', async t => {

@@ -1,7 +1,6 @@
 // Evaluates a checked filter on in-memory records (spec "Advanced filtering (`filter`)") with OData
 // null semantics, and defines the value order shared with sorting (spec "Sorting" 3: null first).
 import type { ComparisonOperator, FilterNode, Operand } from './ast.js'
-import type { FieldType } from '../../registry/model.js'
 
 type Item = Record<string, unknown>
 type Resolve = (record: Item, path: readonly string[]) => readonly unknown[]
@@ -35,16 +34,6 @@ export function compareText (a: string, b: string): number {
 
 // Surrogates move above the rest of the BMP; U+E000–U+FFFF move down into the gap they leave.
 const codePointRank = (unit: number) => unit < 0xd800 ? unit : unit >= 0xe000 ? unit - 0x800 : unit + 0x2000
-
-/**
- * The value order of a field of `type` (spec "Sorting"): date-times by instant, as PostgreSQL's
- * timestamptz orders them whatever their offsets, so sorting agrees with filtering; else sortCompare.
- */
-export function sortCompareFor (type: FieldType): (a: unknown, b: unknown) => number {
-  return type === 'datetime' ? compareInstants : sortCompare
-}
-
-const compareInstants = (a: unknown, b: unknown): number => sortCompare(instant(a, true), instant(b, true))
 
 function rank (value: unknown): number {
   if (value == null) return 0
