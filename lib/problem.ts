@@ -110,9 +110,17 @@ export function installProblemHandlers (app: FastifyInstance, options: ProblemOp
   const serialize = fastJson(problemBodySchema(options.errorFormat) as Parameters<typeof fastJson>[0])
   const writeProblemXml = createProblemXmlWriter(problemSchema)
 
+  // The type URL of each code, made once.
+  const typeUrls = new Map<string, string>()
+  const typeOf = (code: string) => {
+    let url = typeUrls.get(code)
+    if (url === undefined) typeUrls.set(code, url = options.typeBase + problemSlug(code))
+    return url
+  }
+
   function sendProblem (reply: FastifyReply, request: FastifyRequest, problem: Problem) {
     const body = {
-      type: problem.code === undefined ? 'about:blank' : options.typeBase + problemSlug(problem.code),
+      type: problem.code === undefined ? 'about:blank' : typeOf(problem.code),
       title: STATUS_CODES[problem.status] ?? 'Error',
       status: problem.status,
       detail: problem.detail,

@@ -40,9 +40,10 @@ export function negotiateFormat (accept: string | undefined): Format | undefined
  * (`produces`: openapi.json, the docs and problem pages) answer problems in JSON.
  */
 export function wantsXmlProblem (request: FastifyRequest): boolean {
-  if ((request.routeOptions.config as { produces?: unknown }).produces !== undefined) return false
   const accept = request.headers.accept
-  if (accept === undefined) return false
+  // Fast path for what nearly every client sends.
+  if (accept === undefined || accept === '*/*' || accept === 'application/json' || accept === 'application/problem+json') return false
+  if ((request.routeOptions.config as { produces?: unknown }).produces !== undefined) return false
   const type = new Negotiator({ headers: { accept } }).mediaType(problemOffered)
   return type !== undefined && formatOf[type] === 'xml'
 }
