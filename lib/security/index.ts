@@ -67,7 +67,7 @@ function resourceRoutes (models: readonly ResourceModel[]) {
 }
 
 /**
- * The edge's last step: the rate limit, keyed by principal when the credentials hold (else by
+ * The edge's admission step: the rate limit, keyed by principal when the credentials hold (else by
  * client address), then authentication (401 unless the route is public). Both need the
  * credentials, examined once; a preflight never gets here.
  */
