@@ -29,3 +29,18 @@ t.test('a Fastify reply gets them in its own store, beside what was set before',
   const res = await app.inject({ url: '/' })
   t.match(res.headers, { ...fixed, 'x-before': '1', etag: '"1"' })
 })
+
+// The fast path depends on where Fastify keeps a reply's headers; a Fastify that moved them would
+// silently fall back to the slow path, so the assumption is checked here.
+t.test('Fastify keeps a reply\'s headers under Symbol(fastify.reply.headers), as the fast path assumes', async t => {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  app.get('/', function handler (_request, reply) {
+    const key = Object.getOwnPropertySymbols(reply).find(symbol => symbol.description === 'fastify.reply.headers')
+    t.ok(key, 'the symbol is on the reply')
+    reply.header('x-through-api', '1')
+    t.equal((reply as unknown as Record<symbol, Record<string, string>>)[key as symbol]['x-through-api'], '1', 'and holds what reply.header() sets')
+    return 'ok'
+  })
+  t.equal((await app.inject({ url: '/' })).statusCode, 200)
+})
