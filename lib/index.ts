@@ -57,6 +57,10 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   app.removeAllContentTypeParsers()
   const parseJson = app.getDefaultJsonParser('error', 'error')
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+  // JSON text can hold NUL or a lone surrogate only as an escape (raw control characters are not
+  // JSON, and strict UTF-8 has no surrogates): bodies without one skip the walk below.
+  const escapedUnstorable = /\\u(?:0000|[dD][89a-fA-F])/
+  const plainJson = new WeakSet<FastifyRequest>()
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'buffer' }, function parseJsonBody (request, body, done) {
     let text: string
     try {
@@ -64,13 +68,14 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     } catch {
       return done(new BodyMalformedError('it is not valid UTF-8'), undefined)
     }
+    if (!escapedUnstorable.test(text)) plainJson.add(request)
     parseJson(request, text, done)
   })
   // XML, form and multipart bodies, and XML responses when Accept asks for them (issue 8).
   const formats = installFormats(app, models)
   // Whatever the format: text no store keeps as sent is a 400 naming the field, before the schema.
   function checkStorableText (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
-    const unstorable = request.body === undefined || request.body === null ? undefined : unstorableTextParam(request.body)
+    const unstorable = request.body === undefined || request.body === null || plainJson.has(request) ? undefined : unstorableTextParam(request.body)
     done(unstorable === undefined ? undefined : withInvalidParams(new BodyInvalidError(), [unstorable]))
   }
   app.addHook('onRoute', function checkBodyText (route: RouteOptions) {

@@ -4,11 +4,14 @@
 import type { ResourceModel } from './registry/model.js'
 import type { StoredRecord } from './stores/store.js'
 
-const reads = new WeakMap<object, Promise<StoredRecord | null>>()
+interface Read { readonly model: ResourceModel, readonly id: string, readonly record: Promise<StoredRecord | null> }
+const reads = new WeakMap<object, Read>()
 
-/** The record `id` of `model` as first read during `request`; reads it if no one has yet. */
+/** The record `id` of `model` as first read during `request`; reads it if no one has yet (another record is read afresh). */
 export function readRecordOnce (request: object, model: ResourceModel, id: string): Promise<StoredRecord | null> {
-  let read = reads.get(request)
-  if (read === undefined) reads.set(request, read = model.store.get(model, id))
-  return read
+  const read = reads.get(request)
+  if (read !== undefined && read.model === model && read.id === id) return read.record
+  const record = model.store.get(model, id)
+  reads.set(request, { model, id, record })
+  return record
 }

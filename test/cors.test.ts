@@ -64,7 +64,8 @@ t.test('an actual request from another origin is 403 before authentication', asy
   for (const headers of [{ ...auth.write, origin: 'https://evil.example.com' }, { origin: 'https://evil.example.com' }]) {
     const res = await app.inject({ method: 'DELETE', url: '/v1/books/x', headers })
     t.equal(res.statusCode, 403)
-    t.match(res.json(), { invalidParams: [{ name: 'Origin' }] })
+    t.match(res.headers['content-type'], /^application\/problem\+json/)
+    t.match(res.json(), { status: 403, invalidParams: [{ name: 'Origin' }] })
     t.notOk(res.headers['access-control-allow-origin'])
   }
 })
@@ -75,6 +76,22 @@ t.test('a 401 to an allowed origin carries Access-Control-Allow-Origin, so the b
   t.equal(res.statusCode, 401)
   t.equal(res.headers['access-control-allow-origin'], allowed)
   t.ok(list(res.headers['access-control-expose-headers']).includes('www-authenticate'))
+})
+
+t.test('a 414 and a 429 to an allowed origin carry Access-Control-Allow-Origin too', async t => {
+  const app = await buildSecureApp(t, { cors, maxQueryLength: 10, rateLimit: { max: 1, timeWindow: '1 minute' } })
+  const tooLong = await app.inject({ url: `/v1/books?filter=${'x'.repeat(20)}`, headers: { ...auth.read, origin: allowed } })
+  t.equal(tooLong.statusCode, 414)
+  t.equal(tooLong.headers['access-control-allow-origin'], allowed)
+  t.match(tooLong.json(), { status: 414 })
+  // The 414 comes before the rate limit, so it is not counted: the second plain request is over.
+  t.equal((await app.inject({ url: '/v1/books', headers: { ...auth.read, origin: allowed } })).statusCode, 200)
+  const limited = await app.inject({ url: '/v1/books', headers: { ...auth.read, origin: allowed } })
+  t.equal(limited.statusCode, 429)
+  t.equal(limited.headers['access-control-allow-origin'], allowed)
+  t.match(limited.headers['content-type'], /^application\/problem\+json/)
+  t.ok(list(limited.headers['access-control-expose-headers']).includes('retry-after'), 'the browser may read Retry-After')
+  t.match(limited.headers['retry-after'], /^\d+$/)
 })
 
 t.test('OPTIONS without Access-Control-Request-Method is QUERY CAPABILITIES, with or without Origin', async t => {

@@ -49,6 +49,8 @@ t.test('retryAfter: date sends Retry-After as an HTTP date, the spec\'s recommen
   const before = Date.now()
   const res = await app.inject({ url: '/v1/books' })
   t.equal(res.statusCode, 429)
+  t.match(res.headers['content-type'], /^application\/problem\+json/)
+  t.match(res.json(), { status: 429, type: '/v1/problems/rate-limited', detail: /retry after \d+ seconds/ })
   const retryAfter = res.headers['retry-after'] as string
   t.match(retryAfter, /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/, 'IMF-fixdate')
   const at = Date.parse(retryAfter)

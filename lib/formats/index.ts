@@ -22,7 +22,6 @@ export interface ResponseFormats {
 const bodySchemaOf = (request: FastifyRequest) => request.routeOptions.schema?.body as JsonSchema | undefined
 
 const utf8 = new Set(['utf-8', 'utf8', 'us-ascii'])
-// Fastify never parses GET and HEAD bodies.
 
 /**
  * Bodies are decoded as UTF-8 (JSON: RFC 8259 §8.1) whatever the charset says: a Content-Type

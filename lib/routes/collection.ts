@@ -7,13 +7,13 @@ import { attachRelated, itemPath, listBody, project, singleBody } from '../envel
 import { parseListQuery } from '../query/list-query.js'
 import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
-import { evaluatePreconditions, formatETag, readPreconditions, unversioned } from '../conditional.js'
+import { evaluatePreconditions, formatETag, readPreconditions, unversioned, variantTag } from '../conditional.js'
 import { NotFoundError } from '../errors.js'
 import type { Fields } from '../stores/store.js'
 import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
 import { requireBodyType } from './body-type.js'
-import { capabilitiesHandler, normalizeRecord, variantTag, writeHeaders } from './shared.js'
+import { capabilitiesHandler, normalizeRecord, writeHeaders } from './shared.js'
 import { formatVariant } from '../formats/negotiate.js'
 
 export function registerCollectionRoutes (app: FastifyInstance, model: ResourceModel, context: RouteContext) {

@@ -8,7 +8,7 @@ import { attachRelated, project, singleBody } from '../envelope/index.js'
 import type { Link } from '../envelope/index.js'
 import { parseItemQuery } from '../query/list-query.js'
 import type { RawQuery } from '../query/list-query.js'
-import { evaluatePreconditions, formatETag, hasPreconditions, readPreconditions } from '../conditional.js'
+import { evaluatePreconditions, formatETag, hasPreconditions, readPreconditions, variantTag } from '../conditional.js'
 import type { Preconditions } from '../conditional.js'
 import {
   BodyInvalidError, ConflictError, IdMismatchError, NotFoundError, PreconditionFailedError,
@@ -22,7 +22,7 @@ import type { ErrorObject } from 'ajv'
 import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
 import { requireBodyType } from './body-type.js'
-import { capabilitiesHandler, normalizeRecord, variantTag, writeHeaders } from './shared.js'
+import { capabilitiesHandler, normalizeRecord, writeHeaders } from './shared.js'
 import { formatVariant } from '../formats/negotiate.js'
 import { readRecordOnce } from '../record-once.js'
 

@@ -25,9 +25,6 @@ export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Dat
   reply.header('etag', etag).header('last-modified', httpDate(modifiedAt))
 }
 
-// Made in conditional.ts, where If-Match recognises the tags it produces.
-export { variantTag } from '../conditional.js'
-
 /** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body. */
 export function capabilitiesHandler (methods: readonly string[]) {
   const allow = methods.join(', ')
