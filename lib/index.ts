@@ -21,6 +21,7 @@ import { registerProblemPages } from './problem-pages.js'
 import { registerSecurity } from './security/index.js'
 import { registerOpenApi } from './openapi.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
+import { kRecordRead } from './record-once.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
@@ -60,7 +61,10 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   // JSON text can hold NUL or a lone surrogate only as an escape (raw control characters are not
   // JSON, and strict UTF-8 has no surrogates): bodies without one skip the walk below.
   const escapedUnstorable = /\\u(?:0000|[dD][89a-fA-F])/
-  const plainJson = new WeakSet<FastifyRequest>()
+  // A request flag, not a WeakSet: see kRecordRead.
+  const kPlainJson = Symbol('api-conventions.plainJson')
+  app.decorateRequest(kPlainJson, false)
+  app.decorateRequest(kRecordRead, null)
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'buffer' }, function parseJsonBody (request, body, done) {
     let text: string
     try {
@@ -68,14 +72,14 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     } catch {
       return done(new BodyMalformedError('it is not valid UTF-8'), undefined)
     }
-    if (!escapedUnstorable.test(text)) plainJson.add(request)
+    if (!escapedUnstorable.test(text)) (request as unknown as Record<symbol, boolean>)[kPlainJson] = true
     parseJson(request, text, done)
   })
   // XML, form and multipart bodies, and XML responses when Accept asks for them (issue 8).
   const formats = installFormats(app, models)
   // Whatever the format: text no store keeps as sent is a 400 naming the field, before the schema.
   function checkStorableText (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
-    const unstorable = request.body === undefined || request.body === null || plainJson.has(request) ? undefined : unstorableTextParam(request.body)
+    const unstorable = request.body === undefined || request.body === null || (request as unknown as Record<symbol, boolean>)[kPlainJson] ? undefined : unstorableTextParam(request.body)
     done(unstorable === undefined ? undefined : withInvalidParams(new BodyInvalidError(), [unstorable]))
   }
   app.addHook('onRoute', function checkBodyText (route: RouteOptions) {

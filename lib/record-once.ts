@@ -5,13 +5,20 @@ import type { ResourceModel } from './registry/model.js'
 import type { StoredRecord } from './stores/store.js'
 
 interface Read { readonly model: ResourceModel, readonly id: string, readonly record: Promise<StoredRecord | null> }
-const reads = new WeakMap<object, Read>()
+
+/**
+ * Where a request keeps its read: a property of the request (declared with `decorateRequest` so
+ * every request has the same shape), not a WeakMap keyed by request, since each WeakMap entry of a
+ * short-lived object costs the garbage collector more than the read it saves (benchmarks/README.md).
+ */
+export const kRecordRead = Symbol('api-conventions.recordRead')
 
 /** The record `id` of `model` as first read during `request`; reads it if no one has yet (another record is read afresh). */
 export function readRecordOnce (request: object, model: ResourceModel, id: string): Promise<StoredRecord | null> {
-  const read = reads.get(request)
-  if (read !== undefined && read.model === model && read.id === id) return read.record
+  const holder = request as { [kRecordRead]?: Read | null }
+  const read = holder[kRecordRead]
+  if (read != null && read.model === model && read.id === id) return read.record
   const record = model.store.get(model, id)
-  reads.set(request, { model, id, record })
+  holder[kRecordRead] = { model, id, record }
   return record
 }

@@ -12,12 +12,19 @@ export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
   return record
 }
 
-// Formatting a date costs more than the rest of writeHeaders: a stored record's time (the memory
-// store hands out the same Date on every read) is formatted once.
-const httpDates = new WeakMap<Date, string>()
-function httpDate (date: Date): string {
-  let text = httpDates.get(date)
-  if (text === undefined) httpDates.set(date, text = date.toUTCString())
+// Formatting a date costs more than the rest of writeHeaders: each instant is formatted once. Keyed
+// by the time, not the Date (a database read makes a new Date each time, and a WeakMap entry per
+// read costs the garbage collector more than the formatting); emptied when full, which keeps it
+// bounded whatever the times.
+const httpDates = new Map<number, string>()
+export const httpDatesKept = 4096
+export function httpDate (date: Date): string {
+  const time = date.getTime()
+  let text = httpDates.get(time)
+  if (text === undefined) {
+    if (httpDates.size === httpDatesKept) httpDates.clear()
+    httpDates.set(time, text = date.toUTCString())
+  }
   return text
 }
 

@@ -6,8 +6,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 
 const safeId = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** Requests whose Fastify id came from genReqId below, so the log's reqId and Request-Id agree. */
-const ownIds = new WeakSet<object>()
+/**
+ * Marks raw requests whose Fastify id came from genReqId below, so the log's reqId and Request-Id
+ * agree. A property rather than a WeakSet: a WeakSet entry per request costs the garbage collector
+ * more than the whole lookup (benchmarks/README.md).
+ */
+const kOwnId = Symbol('api-conventions.ownRequestId')
 
 /** The client's X-Request-Id when it is at most 128 characters of [A-Za-z0-9._:-], else undefined. */
 export function acceptedRequestId (value: string | string[] | undefined): string | undefined {
@@ -22,12 +26,12 @@ export function acceptedRequestId (value: string | string[] | undefined): string
  * const app = Fastify({ logger: true, genReqId })
  */
 export function genReqId (raw: IncomingMessage): string {
-  ownIds.add(raw)
+  ;(raw as unknown as Record<symbol, boolean>)[kOwnId] = true
   return acceptedRequestId(raw.headers['x-request-id']) ?? randomUUID()
 }
 
 /** First of all (the request edge's first step): Request-Id on every response, errors included. */
 export function stampRequestId (request: FastifyRequest, reply: FastifyReply) {
-  const id = ownIds.has(request.raw) ? request.id : acceptedRequestId(request.headers['x-request-id']) ?? randomUUID()
+  const id = (request.raw as unknown as Record<symbol, boolean | undefined>)[kOwnId] === true ? request.id : acceptedRequestId(request.headers['x-request-id']) ?? randomUUID()
   reply.header('request-id', id)
 }
