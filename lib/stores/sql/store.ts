@@ -57,6 +57,8 @@ export class SqlStore implements Store {
   readonly #settings: SqlStoreSettings
   readonly #tables = new WeakMap<ResourceModel, Table>()
   readonly #ready = new WeakMap<ResourceModel, Promise<void>>()
+  /** Models whose tables are ready: no promise to wait for. */
+  readonly #prepared = new Set<ResourceModel>()
   readonly #context: CompileContext
 
   constructor (db: SqlDatabase, settings: SqlStoreSettings) {
@@ -99,6 +101,7 @@ export class SqlStore implements Store {
       ready = (alter ? this.#db.transaction(upgrade) : upgrade(this.#db.query)).then(nullable => {
         // Columns the database still lets hold NULL sort and page as nullable, whatever the schema says.
         for (const [table, columns] of nullable) this.#tables.set(table.model, this.#resolve(table.model, columns))
+        for (const m of models) this.#prepared.add(m)
       })
       for (const m of models) this.#ready.set(m, ready)
       // A failed upgrade (the database was down, say) is tried again by the next request.
@@ -165,11 +168,15 @@ export class SqlStore implements Store {
     return { items, hasMore, total }
   }
 
-  async get (model: ResourceModel, id: string): Promise<StoredRecord | null> {
-    const table = await this.#prepare(model)
-    if (!isStorable(id)) return null
-    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${idEquals(table, id)}`, 'read', model)
-    return rows.length === 0 ? null : table.decode(rows[0])
+  // RETRIEVE's read, the most frequent call: once the table is ready, one query and one promise
+  // step, with text made once per table (each async layer cost more than the rest of the call).
+  get (model: ResourceModel, id: string): Promise<StoredRecord | null> {
+    if (!this.#prepared.has(model)) return this.#prepare(model).then(() => this.get(model, id))
+    const table = this.#tableOf(model)
+    if (!isStorable(id)) return Promise.resolve(null)
+    return this.#db.query(table.selectById, [id]).then(
+      rows => rows.length === 0 ? null : table.decode(rows[0]),
+      (error: unknown) => { throw this.#translate(error, 'read', model) })
   }
 
   async getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]> {

@@ -3,7 +3,7 @@
 import type { FieldModel, FieldType, ResourceModel } from '../../registry/model.js'
 import type { Fields, StoredRecord } from '../store.js'
 import { storedValue, unstorableError } from '../values.js'
-import { ident, join, raw, sql, Sql } from './sql.js'
+import { ident, join, raw, sql, Sql, toQuery } from './sql.js'
 
 /** Maps a resource onto a table someone else manages (or renames ours). */
 export interface TableMapping {
@@ -40,6 +40,8 @@ export interface Table {
   readonly modifiedAt: string
   /** The fields, then version and modification time, of the row aliased `t0`. */
   readonly selectList: Sql
+  /** The text of RETRIEVE's statement, `SELECT … WHERE id = $1`: the same for every request, so made once. */
+  readonly selectById: string
   decode (row: readonly unknown[]): StoredRecord
 }
 
@@ -119,16 +121,19 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
     ident(MAIN, version),
     ident(MAIN, modifiedAt)
   ], ', ')
+  const ref = ident(schema, name)
+  const id = columns.get(model.idField) as Column
   return Object.freeze({
     model,
     schema,
     name,
-    ref: ident(schema, name),
+    ref,
     columns,
-    id: columns.get(model.idField) as Column,
+    id,
     version,
     modifiedAt,
     selectList,
+    selectById: toQuery(sql`SELECT ${selectList} FROM ${ref} AS ${ident(MAIN)} WHERE ${ident(MAIN, id.name)} = ${''}::text`).text,
     decode (row: readonly unknown[]): StoredRecord {
       const data: Fields = {}
       ordered.forEach((column, i) => {
