@@ -19,16 +19,19 @@ export const databaseUrl = (): string | undefined => process.env.DATABASE_URL ==
  */
 export function traceStatements (pool: pg.Pool): pg.Pool {
   const seen = new Set<string>()
-  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
-  pool.query = ((...args: unknown[]) => {
-    const first = args[0] as string | { text: string }
-    const text = typeof first === 'string' ? first : first.text
-    if (!seen.has(text)) {
-      seen.add(text)
-      process.stdout.write(`sql ${JSON.stringify(text)}\n`)
-    }
-    return query(...args)
-  }) as typeof pool.query
+  // On each connection, since the store queries through connections of its own (lib/stores/sql/pg.ts).
+  pool.on('connect', client => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown
+    client.query = ((...args: unknown[]) => {
+      const first = args[0] as string | { text: string }
+      const text = typeof first === 'string' ? first : first.text
+      if (!seen.has(text)) {
+        seen.add(text)
+        process.stdout.write(`sql ${JSON.stringify(text)}\n`)
+      }
+      return query(...args)
+    }) as typeof client.query
+  })
   return pool
 }
 

@@ -14,21 +14,46 @@ export function poolDatabase (pool: pg.Pool, owned: boolean, queryTimeoutMillis:
   // An idle client whose server went away emits 'error' on the pool; unhandled, that event would
   // crash the process. The pool drops the client; the next query reconnects or fails with a 503.
   pool.on('error', ignore)
-  // Not async: one promise step per query instead of three (node-postgres answers every failure as a
-  // rejection, never a throw). It only reads `values`.
-  const send = (client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = []) => {
-    // node-postgres query_timeout rejects with 'Query read timeout' (a 503); the pool discards the connection.
+  // On a connection of a transaction: node-postgres query_timeout rejects with 'Query read timeout'
+  // (a 503). Not async: one promise step per query instead of three. It only reads `values`.
+  const send = (client: pg.PoolClient, text: string, values: readonly unknown[] = []) => {
     const config: pg.QueryArrayConfig & { query_timeout: number } = { text, values: values as unknown[], rowMode: 'array', query_timeout: queryTimeoutMillis }
     return client.query<unknown[]>(config).then(result => result.rows)
   }
-  const runOn = (client: pg.Pool | pg.PoolClient): QueryFunction => (text, values) => send(client, text, values)
+  /**
+   * A query outside a transaction: what `pool.query` does (a connection of its own, discarded when
+   * anything fails), with the timeout kept here. node-postgres' own query_timeout keeps each
+   * query's rows reachable long enough to outlive two young-generation collections, so every page
+   * read was copied into the old generation (benchmarks/README.md): a third of a LIST's time went
+   * to the garbage collector.
+   */
+  const query: QueryFunction = (text, values) => new Promise((resolve, reject) => {
+    pool.connect((connectError, client, release) => {
+      if (client === undefined) return reject(connectError)
+      let settled = false
+      const finish = (error: Error | null | undefined, rows?: unknown[][]) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        client.removeListener('error', finish)
+        // A failure discards the connection: it may be mid-answer, or silent.
+        release(error ?? undefined)
+        if (error === null || error === undefined) resolve(rows as unknown[][])
+        else reject(error)
+      }
+      // The message node-postgres gives its own timeout: a 503 (isUnavailable).
+      const timer = setTimeout(() => finish(new Error('Query read timeout')), queryTimeoutMillis)
+      client.once('error', finish)
+      client.query<unknown[]>({ text, values: values as unknown[], rowMode: 'array' }, (error, result) => finish(error, result?.rows))
+    })
+  })
   return {
-    query: runOn(pool),
+    query,
     async transaction (work) {
       const client = await pool.connect()
       try {
         await send(client, 'BEGIN')
-        const result = await work(runOn(client))
+        const result = await work((text, values) => send(client, text, values))
         await send(client, 'COMMIT')
         client.release()
         return result
