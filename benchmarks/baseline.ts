@@ -3,12 +3,14 @@
 // (envelope, links, problem body, ETag, Last-Modified, Location). What it does and leaves out is
 // listed in benchmarks/README.md ("What the baseline does"). PORT and STORE (memory | postgres)
 // from the environment; on PostgreSQL it runs the SQL the plugin's store sends, through `pg`.
+import { randomUUID } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify'
 import pg from 'pg'
 import { v7 as uuidv7 } from 'uuid'
 import { createCursorCodec } from '../lib/query/cursor.js'
+import { securityHeaders } from '../lib/security/headers.js'
 import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
 import type { BookRow } from './seed.js'
 import { bookItemSchema, bookListSchema, problemSchema } from './envelope-schemas.js'
@@ -262,10 +264,29 @@ function postgresRoutes (app: FastifyInstance, pool: pg.Pool) {
   })
 }
 
-export async function buildBaselineApp (store: 'memory' | 'postgres' = 'memory'): Promise<FastifyInstance> {
+/**
+ * The response headers the plugin's demo configuration sends on every answer besides the
+ * baseline's own (security and caching headers, Vary, Request-Id, RateLimit-*), set the way a
+ * hand-written route would: one prepared object and three per-request values. The RateLimit
+ * values count down without limiting anything. For the `BASELINE_HEADERS=plugin` side of
+ * run.ts: what sending those bytes costs by itself, without the plugin.
+ */
+function pluginHeaders () {
+  const fixed = { ...securityHeaders(), vary: 'Origin, Accept', 'ratelimit-limit': '100000000' }
+  let remaining = 100_000_000
+  return function addPluginHeaders (reply: FastifyReply) {
+    reply.headers(fixed)
+    reply.header('request-id', randomUUID())
+    reply.header('ratelimit-remaining', String(--remaining)).header('ratelimit-reset', '60')
+  }
+}
+
+export async function buildBaselineApp (store: 'memory' | 'postgres' = 'memory', withPluginHeaders = false): Promise<FastifyInstance> {
   const app = Fastify({ logger: false })
+  const addHeaders = withPluginHeaders ? pluginHeaders() : undefined
   // Authentication is work every real API does, and one Set lookup: the baseline does it too.
   app.addHook('onRequest', function checkToken (request, reply, done) {
+    addHeaders?.(reply)
     const header = request.headers.authorization
     if (header === undefined || !header.startsWith('Bearer ') || !tokens.has(header.slice(7))) {
       return problem(reply, request, 401, 'unauthorized', 'Unauthorized', 'Valid credentials are required.')
@@ -289,7 +310,7 @@ async function main () {
     process.stdout.write('unavailable DATABASE_URL is not set\n')
     return
   }
-  const app = await buildBaselineApp(store)
+  const app = await buildBaselineApp(store, process.env.BASELINE_HEADERS === 'plugin')
   const url = await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })
   process.stdout.write(`listening ${url}\n`)
   process.on('SIGTERM', () => { app.close().then(() => process.exit(0), () => process.exit(1)) })

@@ -11,17 +11,17 @@ import type { TopLevelSpec } from 'vega-lite'
 export interface ChartInput {
   readonly date: string
   readonly node: string
-  readonly cases: ReadonlyArray<{ readonly store: string, readonly name: string, readonly ratio: number, readonly target: number | null }>
+  readonly cases: ReadonlyArray<{ readonly store: string, readonly name: string, readonly ratio: number, readonly target: number | null, readonly headersCeiling?: number }>
   readonly micro: null | {
     readonly serialize: { readonly ratios: ReadonlyArray<{ readonly items: number, readonly vsHandWritten: number, readonly vsJsonStringify: number }> }
   }
 }
 
-interface Bar { label: string, ratio: number, target: number | null, verdict: string }
+interface Bar { label: string, ratio: number, target: number | null, ceiling?: number, verdict: string }
 
 function bars (input: ChartInput): Bar[] {
   const verdict = (ratio: number, target: number | null) => target === null ? 'no target' : ratio >= target ? 'meets target' : 'below target'
-  const list = input.cases.map(c => ({ label: `${c.store} ${c.name}`, ratio: c.ratio, target: c.target }))
+  const list: Array<Omit<Bar, 'verdict'>> = input.cases.map(c => ({ label: `${c.store} ${c.name}`, ratio: c.ratio, target: c.target, ceiling: c.headersCeiling }))
   for (const r of input.micro?.serialize.ratios ?? []) {
     list.push({ label: `serializer, ${r.items} items ÷ hand-written schema`, ratio: r.vsHandWritten, target: 0.95 })
     list.push({ label: `serializer, ${r.items} items ÷ JSON.stringify`, ratio: r.vsJsonStringify, target: 1 })
@@ -34,7 +34,10 @@ export async function renderChart (input: ChartInput): Promise<string> {
   const y = { field: 'label', type: 'nominal', sort: null, title: null, axis: { labelLimit: 400 } } as const
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: 'Plugin ÷ baseline (median ratio within one run; tick = target)', subtitle: `${input.date.slice(0, 10)}, Node ${input.node}` },
+    title: {
+      text: 'Plugin ÷ baseline (median ratio within one run; black tick = target)',
+      subtitle: `${input.date.slice(0, 10)}, Node ${input.node}; blue tick = the baseline sending the plugin's response headers too`
+    },
     width: 420,
     data: { values: data },
     layer: [
@@ -55,6 +58,11 @@ export async function renderChart (input: ChartInput): Promise<string> {
         transform: [{ filter: 'datum.target != null' }],
         mark: { type: 'tick', color: 'black', thickness: 2 },
         encoding: { y, x: { field: 'target', type: 'quantitative' } }
+      },
+      {
+        transform: [{ filter: 'datum.ceiling != null' }],
+        mark: { type: 'tick', color: '#2c6fbb', thickness: 2 },
+        encoding: { y, x: { field: 'ceiling', type: 'quantitative' } }
       },
       {
         mark: { type: 'text', align: 'left', dx: 4 },

@@ -32,8 +32,8 @@ function cpuSecondsOf (pid: number | undefined): number | undefined {
 }
 
 /** Starts a server script; resolves with its origin once it prints `listening <url>`, or with the reason it prints after `unavailable`. */
-export function startServer (script: string, store: StoreKind, nodeArgs: readonly string[] = []): Promise<Server | { unavailable: string }> {
-  const child = spawn(process.execPath, [...nodeArgs, here(script)], { env: { ...process.env, PORT: '0', STORE: store }, stdio: ['ignore', 'pipe', 'inherit'] })
+export function startServer (script: string, store: StoreKind, nodeArgs: readonly string[] = [], env: Readonly<Record<string, string>> = {}): Promise<Server | { unavailable: string }> {
+  const child = spawn(process.execPath, [...nodeArgs, here(script)], { env: { ...process.env, PORT: '0', STORE: store, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   return new Promise((resolve, reject) => {
     let output = ''
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${script} did not start within 120 s`)) }, 120_000)

@@ -64,28 +64,38 @@ interface CaseResult {
   /** Both sides ran the same SQL statements (true where there is no SQL). */
   readonly sameSql: boolean
   readonly differentSql?: { baseline: readonly string[], plugin: readonly string[] }
+  /**
+   * The baseline again, sending the plugin's response headers too (baseline.ts, BASELINE_HEADERS):
+   * `headersCeiling` is its ratio to the plain baseline (what those bytes alone cost), `ratioToHeaders`
+   * the plugin's ratio to it (what the plugin costs beyond them). Reported; the targets stay on `ratio`.
+   */
+  readonly withHeaders: readonly Measurement[]
+  readonly headersCeiling: number
+  readonly ratioToHeaders: number
 }
 
-async function runCase (store: StoreKind, benchCase: BenchCase, plugin: Server, baseline: Server): Promise<CaseResult> {
+interface Sides { readonly baseline: Server, readonly plugin: Server, readonly withHeaders: Server }
+
+async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides): Promise<CaseResult> {
+  const { baseline, plugin, withHeaders } = servers
   // Each side walks to its own token: how a token binds to its query is each side's business.
   const pathOn = async (server: Server) => benchCase.tokenDepth === undefined
     ? benchCase.path
     : benchCase.path.replace('{token}', await tokenAt(server.origin, benchCase.tokenDepth))
-  const paths = { baseline: await pathOn(baseline), plugin: await pathOn(plugin) }
+  const paths = { baseline: await pathOn(baseline), plugin: await pathOn(plugin), withHeaders: await pathOn(withHeaders) }
   const baselineAnswer = await answer(baseline.origin, paths.baseline, benchCase)
   const pluginAnswer = await answer(plugin.origin, paths.plugin, benchCase)
-  await load(baseline, paths.baseline, benchCase, settings.warmup, settings.connections)
-  await load(plugin, paths.plugin, benchCase, settings.warmup, settings.connections)
-  const sides = { baseline: [] as Measurement[], plugin: [] as Measurement[] }
+  const withHeadersAnswer = await answer(withHeaders.origin, paths.withHeaders, benchCase)
+  for (const side of ['baseline', 'plugin', 'withHeaders'] as const) await load(servers[side], paths[side], benchCase, settings.warmup, settings.connections)
+  const sides = { baseline: [] as Measurement[], plugin: [] as Measurement[], withHeaders: [] as Measurement[] }
   for (let round = 0; round < settings.rounds; round++) {
-    sides.baseline.push(await load(baseline, paths.baseline, benchCase, settings.duration, settings.connections))
-    sides.plugin.push(await load(plugin, paths.plugin, benchCase, settings.duration, settings.connections))
+    for (const side of ['baseline', 'plugin', 'withHeaders'] as const) sides[side].push(await load(servers[side], paths[side], benchCase, settings.duration, settings.connections))
   }
   // PostgreSQL: the statements on the data each side ran during the whole case, as sets (the plugin
   // may run one twice); the store's own bookkeeping (schema check, migration) is left out.
   const onData = (server: Server) => [...new Set(server.statements.filter(text => text.includes(' AS "t0"')))].sort()
   const differentSql = onData(plugin).join('\n') === onData(baseline).join('\n') ? undefined : { baseline: onData(baseline), plugin: onData(plugin) }
-  const sameAnswer = baselineAnswer === pluginAnswer
+  const sameAnswer = baselineAnswer === pluginAnswer && withHeadersAnswer === baselineAnswer
   return {
     store,
     name: benchCase.name,
@@ -102,11 +112,13 @@ async function runCase (store: StoreKind, benchCase: BenchCase, plugin: Server, 
     sameAnswer,
     ...(sameAnswer ? {} : { mismatch: { baseline: baselineAnswer, plugin: pluginAnswer } }),
     sameSql: differentSql === undefined,
-    ...(differentSql === undefined ? {} : { differentSql })
+    ...(differentSql === undefined ? {} : { differentSql }),
+    headersCeiling: median(sides.withHeaders.map((m, i) => m.rps / sides.baseline[i].rps)),
+    ratioToHeaders: median(sides.plugin.map((m, i) => m.rps / sides.withHeaders[i].rps))
   }
 }
 
-const columns = [32, 16, 14, 8, 8, 8, 8, 11]
+const columns = [32, 16, 14, 8, 8, 8, 8, 11, 13, 11]
 const row = (cells: readonly string[]) => cells.map((cell, i) => i === 0 ? cell.padEnd(columns[i]) : cell.padStart(columns[i])).join('')
 
 function line (result: CaseResult): string {
@@ -116,7 +128,8 @@ function line (result: CaseResult): string {
     result.sameSql ? '' : 'SQL DIFFERS'
   ].filter(note => note !== '').join(', ')
   return row([`${result.store}/${result.name}`, result.baselineRps.toFixed(0), result.pluginRps.toFixed(0), result.ratio.toFixed(2),
-    result.p50.toFixed(1), result.p99.toFixed(1), String(result.errors), result.cpuRatio?.toFixed(2) ?? '-']) + (notes === '' ? '' : `  ${notes}`)
+    result.p50.toFixed(1), result.p99.toFixed(1), String(result.errors), result.cpuRatio?.toFixed(2) ?? '-',
+    result.headersCeiling.toFixed(2), result.ratioToHeaders.toFixed(2)]) + (notes === '' ? '' : `  ${notes}`)
 }
 
 /** Runs a compiled micro-benchmark script, which prints its results as one JSON line last. */
@@ -137,7 +150,7 @@ function runScript (script: string, args: readonly string[] = []): Promise<unkno
 async function main () {
   const started = Date.now()
   process.stdout.write(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}; ${settings.rounds} rounds of ${settings.duration} s after ${settings.warmup} s warm-up, ${settings.connections} connections\n\n`)
-  process.stdout.write(row(['case', 'baseline req/s', 'plugin req/s', 'ratio', 'p50 ms', 'p99 ms', 'errors', 'cpu ratio']) + '\n')
+  process.stdout.write(row(['case', 'baseline req/s', 'plugin req/s', 'ratio', 'p50 ms', 'p99 ms', 'errors', 'cpu ratio', 'hdr ceiling', 'vs hdr']) + '\n')
   const results: CaseResult[] = []
   const skipped: Array<{ store: StoreKind, reason: string }> = []
   for (const store of settings.stores) {
@@ -161,9 +174,10 @@ async function main () {
         break
       }
       const baseline = await startServer('./baseline.js', store)
+      const withHeaders = await startServer('./baseline.js', store, [], { BASELINE_HEADERS: 'plugin' })
       try {
-        if ('unavailable' in baseline) throw new Error(`the baseline has no ${store} store: ${baseline.unavailable}`)
-        const result = await runCase(store, benchCase, plugin, baseline)
+        if ('unavailable' in baseline || 'unavailable' in withHeaders) throw new Error(`the baseline has no ${store} store`)
+        const result = await runCase(store, benchCase, { baseline, plugin, withHeaders })
         results.push(result)
         process.stdout.write(line(result) + '\n')
         if (result.mismatch !== undefined) process.stdout.write(`  baseline:\n${result.mismatch.baseline}\n  plugin:\n${result.mismatch.plugin}\n`)
@@ -171,6 +185,7 @@ async function main () {
       } finally {
         await plugin.stop()
         if (!('unavailable' in baseline)) await baseline.stop()
+        if (!('unavailable' in withHeaders)) await withHeaders.stop()
       }
     }
     if (store === 'postgres') await dropBenchSchema()
