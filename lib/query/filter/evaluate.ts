@@ -129,16 +129,13 @@ export function compilePredicate (node: FilterNode, resolve: Resolve): (record: 
         const left = values(node.left, resolve, convert)
         const right = values(node.right, resolve, convert)
         const test = TESTS[node.op]
-        return record => {
-          const rights = right(record)
-          return left(record).some(a => rights.some(b => test(a, b)))
-        }
+        return record => anyPair(left(record), right(record), test)
       }
       case 'in': {
         const convert = node.values.some(isDateTime) ? asInstants : asIs
         const operand = values(node.operand, resolve, convert)
         const listed = node.values.map(literal => convert.literal(literal.value))
-        return record => operand(record).some(a => listed.some(b => equal(a, b)))
+        return record => anyPair(operand(record), listed, equal)
       }
       case 'match': {
         const text = values(node.args[0], resolve, asIs)
@@ -155,6 +152,15 @@ export function compilePredicate (node: FilterNode, resolve: Resolve): (record: 
   return compile(node)
 }
 
+/**
+ * Whether `test` holds for some pair of candidates. Loops rather than nested `some` callbacks: a
+ * predicate runs once per record a LIST scans, and each callback was an allocation per record.
+ */
+function anyPair (lefts: readonly unknown[], rights: readonly unknown[], test: (a: unknown, b: unknown) => boolean): boolean {
+  for (const a of lefts) for (const b of rights) if (test(a, b)) return true
+  return false
+}
+
 function isDateTime (operand: Operand): boolean {
   return operand.kind === 'field' ? operand.type === 'datetime' : operand.kind === 'literal' && operand.type === 'datetime'
 }
@@ -167,7 +173,8 @@ function values (operand: Operand, resolve: Resolve, convert: Conversion): Value
     }
     case 'field': {
       const { path } = operand
-      return record => resolve(record, path).map(convert.field)
+      const { field } = convert
+      return field === same ? record => resolve(record, path) : record => resolve(record, path).map(field)
     }
     case 'call': {
       const arg = values(operand.args[0], resolve, asIs)
