@@ -67,6 +67,11 @@ const statusCodes: Readonly<Record<number, string>> = {
   503: 'API_ERR_SERVICE_UNAVAILABLE'
 }
 
+// What a refusal raised without invalidParams (by Fastify's body parsing, say) can only be about.
+const impliedParams: Readonly<Record<string, readonly InvalidParam[]>> = {
+  API_ERR_UNSUPPORTED_MEDIA_TYPE: [{ name: 'Content-Type', reason: 'no body of this media type is accepted here' }]
+}
+
 // The 5xx whose catalogue text may be shown: they tell the client to retry, and name nothing internal.
 const retryable: Readonly<Record<string, string>> = {
   API_ERR_STORE_UNAVAILABLE: new StoreUnavailableError().message,
@@ -103,7 +108,7 @@ function describe (error: FastifyError & ProblemExtras, request: FastifyRequest)
       : { code: 'API_ERR_INTERNAL', status: 500, detail: new InternalError().message }
   }
   // A 4xx from a dependency we do not map keeps its status; its message is the client's concern.
-  return { code, status, detail: error.message, invalidParams: error.invalidParams, headers: error.headers }
+  return { code, status, detail: error.message, invalidParams: error.invalidParams ?? impliedParams[String(code)], headers: error.headers }
 }
 
 export function installProblemHandlers (app: FastifyInstance, options: ProblemOptions) {

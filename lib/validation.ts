@@ -4,6 +4,7 @@ import { Ajv } from 'ajv'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { InvalidParam } from './errors.js'
+import { findUnstorable } from './stores/values.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -46,11 +47,6 @@ export function toInvalidParams (errors: readonly ErrorObject[]): InvalidParam[]
 
 export type { ValidateFunction }
 
-// Text no store keeps as sent: NUL (PostgreSQL refuses it in text) and lone surrogates (not
-// Unicode; PostgreSQL would store U+FFFD). In Unicode mode a valid pair is one code point, so
-// only a lone surrogate is in category Cs.
-// eslint-disable-next-line no-control-regex -- NUL is what it looks for
-const unstorable = /\u0000|\p{Cs}/u
 const nul = '\u0000'
 
 /**
@@ -65,30 +61,4 @@ export function unstorableTextParam (body: unknown): InvalidParam | undefined {
     name: path.join('.') || '(body)',
     reason: text.includes(nul) ? 'contains NUL (U+0000), which cannot be stored' : 'contains a lone surrogate (\\uD800–\\uDFFF), which is not Unicode text'
   }
-}
-
-interface Visit { readonly value: unknown, readonly key: string | undefined, readonly parent: Visit | undefined }
-
-// Iterative, with parent links rather than copied paths: a body nested as deep as the body limit
-// allows must neither overflow the stack nor build a path per level.
-function findUnstorable (body: unknown): readonly [string[], string] | undefined {
-  const pending: Visit[] = [{ value: body, key: undefined, parent: undefined }]
-  for (let visit = pending.pop(); visit !== undefined; visit = pending.pop()) {
-    const { value } = visit
-    if (typeof value === 'string') {
-      if (unstorable.test(value)) return [pathOf(visit), value]
-    } else if (typeof value === 'object' && value !== null) {
-      for (const [key, member] of Object.entries(value)) {
-        if (unstorable.test(key)) return [[...pathOf(visit), key], key]
-        pending.push({ value: member, key, parent: visit })
-      }
-    }
-  }
-  return undefined
-}
-
-function pathOf (visit: Visit): string[] {
-  const path: string[] = []
-  for (let at: Visit | undefined = visit; at?.key !== undefined; at = at.parent) path.unshift(at.key)
-  return path
 }

@@ -121,6 +121,7 @@ for (const method of ['POST', 'PUT', 'PATCH'] as const) {
     t.same(pick(res.headers, 'content-type'), { 'content-type': PROBLEM })
     // The full list grows with the wire formats (issue 8); JSON is always in it, merge patches on PATCH.
     t.match(res.json(), { type: '/v1/problems/unsupported-media-type', status: 415, detail: /^Content-Type is required; send one of: .*application\/json/ })
+    t.same(res.json().invalidParams, [{ name: 'Content-Type', reason: 'is required with a body' }])
     t.equal(res.json().detail.includes('application/merge-patch+json'), method === 'PATCH')
   })
 }
@@ -130,6 +131,7 @@ t.test('an unsupported Content-Type answers a 415 problem naming the accepted ty
   const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: { 'content-type': 'text/plain' }, payload: 'name=N' })
   t.equal(res.statusCode, 415)
   t.match(res.json().detail, /^Content-Type text\/plain is not accepted here; send one of: .*application\/json/)
+  t.same(res.json().invalidParams, [{ name: 'Content-Type', reason: 'text/plain is not accepted here' }])
 })
 
 for (const method of ['POST', 'PUT'] as const) {
@@ -145,7 +147,11 @@ t.test('a body with a Content-Type on DELETE answers 415 when no parser takes it
   const app = await buildApp(t)
   const author = await create(app, 'authors', { name: 'N' })
   const res = await app.inject({ method: 'DELETE', url: `/v1/authors/${author.id}`, headers: { 'content-type': 'text/plain' }, payload: 'x' })
-  t.same({ status: res.statusCode, type: res.json().type }, { status: 415, type: '/v1/problems/unsupported-media-type' })
+  t.same({ status: res.statusCode, type: res.json().type, invalidParams: res.json().invalidParams }, {
+    status: 415,
+    type: '/v1/problems/unsupported-media-type',
+    invalidParams: [{ name: 'Content-Type', reason: 'no body of this media type is accepted here' }]
+  })
   t.equal((await app.inject({ url: `/v1/authors/${author.id}` })).statusCode, 200)
 })
 

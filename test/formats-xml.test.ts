@@ -172,6 +172,7 @@ t.test('text/xml is 415; an XML body in another charset is 415', async t => {
   const app = await buildApp(t)
   const textXml = await app.inject({ method: 'POST', url: '/v1/books', headers: { 'content-type': 'text/xml' }, payload: '<book/>' })
   t.equal(textXml.statusCode, 415)
+  t.same(textXml.json().invalidParams, [{ name: 'Content-Type', reason: 'text/xml is not accepted here' }])
   const latin = await app.inject({ method: 'POST', url: '/v1/books', headers: { 'content-type': 'application/xml; charset=ISO-8859-1' }, payload: '<book/>' })
   t.equal(latin.statusCode, 415)
   t.match(latin.json(), { detail: 'Request bodies must be UTF-8; received charset=iso-8859-1.' })

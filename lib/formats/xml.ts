@@ -9,7 +9,7 @@
 // more than one JSON type (or none is known), a non-string element says which: type="number".
 // Reading: the root element holds one element per field, read by the body schema the same way.
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
-import { BodyMalformedError, UnsupportedMediaTypeError } from '../errors.js'
+import { BodyMalformedError, UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
 import type { JsonSchema } from '../registry/derive.js'
 import { coerceValue } from './coerce.js'
 import { kinds, shapeOf } from './xml-shape.js'
@@ -155,7 +155,7 @@ export function parseXml (source: string, schema?: JsonSchema): Record<string, u
 function checkEncoding (text: string) {
   const encoding = /^\uFEFF?<\?xml[^?]*\bencoding\s*=\s*["']([^"']*)["']/.exec(text)?.[1].toLowerCase()
   if (encoding !== undefined && encoding !== 'utf-8' && encoding !== 'utf8' && encoding !== 'us-ascii') {
-    throw new UnsupportedMediaTypeError(`XML bodies must be UTF-8; the document declares ${encoding}.`)
+    throw withInvalidParams(new UnsupportedMediaTypeError(`XML bodies must be UTF-8; the document declares ${encoding}.`), [{ name: 'body', reason: `the XML declaration names encoding ${encoding}; send UTF-8` }])
   }
 }
 

@@ -80,3 +80,39 @@ export function storedFields (model: ResourceModel, fields: Fields): Fields {
   for (const field of found) if (field.name in stored) stored[field.name] = storedValue(field, stored[field.name])
   return stored
 }
+
+// Text no store keeps as sent: NUL (PostgreSQL refuses it in text) and lone surrogates (not
+// Unicode; PostgreSQL would store U+FFFD). In Unicode mode a valid pair is one code point, so
+// only a lone surrogate is in category Cs.
+// eslint-disable-next-line no-control-regex -- NUL is what it looks for
+const unstorable = /\u0000|\p{Cs}/u
+
+interface Visit { readonly value: unknown, readonly key: string | undefined, readonly parent: Visit | undefined }
+
+/**
+ * The first string or member name inside `body` that no store keeps as sent, with its path. For
+ * request bodies (validation.ts) and for JSON field values a store writes (sql/table.ts).
+ * Iterative, with parent links rather than copied paths: a value nested as deep as the body limit
+ * allows must neither overflow the stack nor build a path per level.
+ */
+export function findUnstorable (body: unknown): readonly [string[], string] | undefined {
+  const pending: Visit[] = [{ value: body, key: undefined, parent: undefined }]
+  for (let visit = pending.pop(); visit !== undefined; visit = pending.pop()) {
+    const { value } = visit
+    if (typeof value === 'string') {
+      if (unstorable.test(value)) return [pathOf(visit), value]
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, member] of Object.entries(value)) {
+        if (unstorable.test(key)) return [[...pathOf(visit), key], key]
+        pending.push({ value: member, key, parent: visit })
+      }
+    }
+  }
+  return undefined
+}
+
+function pathOf (visit: Visit): string[] {
+  const path: string[] = []
+  for (let at: Visit | undefined = visit; at?.key !== undefined; at = at.parent) path.unshift(at.key)
+  return path
+}

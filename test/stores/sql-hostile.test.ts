@@ -172,6 +172,10 @@ function hostileSuite (t: Tap, open: OpenStore): void {
     ] as const) {
       await t.rejects(store.create(books, { ...book, meta }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'meta', reason }] }, JSON.stringify(meta))
     }
+    // Deeper than the call stack: the check walks the value without recursion.
+    let deep: unknown = 'bottom \u0000'
+    for (let level = 0; level < 200_000; level++) deep = [deep]
+    await t.rejects(store.create(books, { ...book, meta: deep }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'meta', reason: /NUL/ }] }, 'NUL 200,000 levels deep')
     await t.rejects(store.create(authors, { id: 'y0', name: 'Y', born: '0000-01-01', country: null }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'born' }] }, 'year 0 exists in ISO 8601, not in PostgreSQL')
     t.same((await store.list(books, listQuery(books))).items, [])
     const kept = await store.create(books, { ...book, meta: { '😀': ['\ud83d\ude00', 'ok'] } })

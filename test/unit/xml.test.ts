@@ -269,7 +269,12 @@ t.test('parse refusals', async t => {
   })
 
   t.test('a declaration of another encoding is 415; UTF-8 and US-ASCII are read', async t => {
-    t.match(refusal('<?xml version="1.0" encoding="ISO-8859-1"?><x/>'), { code: 'API_ERR_UNSUPPORTED_MEDIA_TYPE', statusCode: 415, message: /declares iso-8859-1/ })
+    t.match(refusal('<?xml version="1.0" encoding="ISO-8859-1"?><x/>'), {
+      code: 'API_ERR_UNSUPPORTED_MEDIA_TYPE',
+      statusCode: 415,
+      message: /declares iso-8859-1/,
+      invalidParams: [{ name: 'body', reason: 'the XML declaration names encoding iso-8859-1; send UTF-8' }]
+    })
     t.same(parseXml('<?xml version="1.0" encoding="utf8"?><x/>'), {})
     t.same(parseXml("\uFEFF<?xml version='1.0' encoding='US-ASCII'?><x/>"), {})
   })

@@ -2,7 +2,7 @@
 // row codec, resolved once per model from the store's options, never per request.
 import type { FieldModel, FieldType, ResourceModel } from '../../registry/model.js'
 import type { Fields, StoredRecord } from '../store.js'
-import { storedValue, unstorableError } from '../values.js'
+import { findUnstorable, storedValue, unstorableError } from '../values.js'
 import { ident, join, raw, sql, Sql, toQuery } from './sql.js'
 
 /** Maps a resource onto a table someone else manages (or renames ours). */
@@ -175,15 +175,10 @@ export function unstorableText (text: string): string | undefined {
   return undefined
 }
 
-/** The first string or key of a JSON value that PostgreSQL cannot keep, as unstorableText says. */
+/** Why PostgreSQL cannot keep a JSON value (its first unstorable string or key), as unstorableText says. */
 function unstorableJson (value: unknown): string | undefined {
-  if (typeof value === 'string') return unstorableText(value)
-  if (typeof value !== 'object' || value === null) return undefined
-  for (const [key, item] of Object.entries(value)) {
-    const reason = unstorableText(key) ?? unstorableJson(item)
-    if (reason !== undefined) return reason
-  }
-  return undefined
+  const found = findUnstorable(value)
+  return found === undefined ? undefined : unstorableText(found[1])
 }
 
 /** A field value for INSERT/UPDATE; one PostgreSQL cannot keep exactly is a 422 naming the field, never altered. */
