@@ -97,12 +97,11 @@ const compareIds = (a: unknown, b: unknown) => compareText(String(a), String(b))
 
 /**
  * Collection envelope with paging metadata and navigation links (spec "Paging", "Page links").
- * `ran` is the query the store answered; a nested collection's adds its parent scope to `request.query`.
+ * `count` is the number of matches when known: the store's total, or what countPastEnd counted.
  */
-export async function listBody (context: EnvelopeContext, model: ResourceModel, base: string, request: ListRequest, page: Page, items: Fields[], extraLinks: Link[], ran: ListQuery) {
+export function listBody (context: EnvelopeContext, model: ResourceModel, base: string, request: ListRequest, page: Page, items: Fields[], extraLinks: Link[], count: number | undefined) {
   const { pageSize } = request
   const total = page.total
-  const count = total ?? await countPastEnd(model, request, page, ran)
   const meta: Record<string, number> = { pageSize }
   const data: Record<string, unknown> = { [model.name]: items, pageSize }
   // Client-driven paging 5: the offsets used are echoed, supplied or defaulted.
@@ -119,13 +118,13 @@ export async function listBody (context: EnvelopeContext, model: ResourceModel, 
 
 /**
  * An empty offset page past the end tells only that count <= offset, so `prev` could not name the
- * last page with items (issue 3, point 7): one count finds it. Any other page needs none.
+ * last page with items (issue 3, point 7): one count finds it. Any other page needs none, and gets
+ * undefined rather than a promise. `ran` is the query the store ran, so that a nested collection
+ * counts its own parent's children only.
  */
-async function countPastEnd (model: ResourceModel, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> {
+export function countPastEnd (model: ResourceModel, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> | undefined {
   if (request.offset === undefined || request.offset === 0 || request.pageSize === 0 || page.items.length > 0) return undefined
-  // The query the store ran, so that a nested collection counts its own parent's children only.
-  const counted = await model.store.list(model, { ...ran, window: { kind: 'offset', offset: 0 }, limit: 0, total: true })
-  return counted.total
+  return model.store.list(model, { ...ran, window: { kind: 'offset', offset: 0 }, limit: 0, total: true }).then(counted => counted.total)
 }
 
 /** self, first, prev, next and last (spec "Page links"); each href repeats the query options (Paging stability 2). */

@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { capabilitiesRouteSchema, createRouteSchema, listRouteSchema, nestedListRouteSchema, schemaOptionsFor } from './route-schema.js'
-import { attachRelated, itemPath, listBody, project, singleBody } from '../envelope/index.js'
+import { attachRelated, countPastEnd, itemPath, listBody, project, singleBody } from '../envelope/index.js'
 import { parseListQuery } from '../query/list-query.js'
 import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
@@ -96,5 +96,6 @@ async function listPage (context: RouteContext, model: ResourceModel, base: stri
   const { items, links } = parsed.expand.length + parsed.include.length === 0
     ? { items: projected, links: [] }
     : await attachRelated(context.envelope, model, projected, parsed.expand, parsed.include)
-  return listBody(context.envelope, model, base, parsed, page, items, links, query)
+  const count = page.total ?? await countPastEnd(model, parsed, page, query)
+  return listBody(context.envelope, model, base, parsed, page, items, links, count)
 }
