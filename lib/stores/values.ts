@@ -76,7 +76,8 @@ export function storedFields (model: ResourceModel, fields: Fields): Fields {
   if (found === undefined) temporal.set(model, found = [...model.fields.values()].filter(field => field.type === 'date' || field.type === 'datetime'))
   const stored: Fields = {}
   for (const name of model.fields.keys()) if (Object.hasOwn(fields, name)) stored[name] = fields[name]
-  Object.assign(stored, fields)
+  // Keys the schema does not name (a direct store caller's) are kept, after the fields.
+  for (const key of Object.keys(fields)) if (!model.fields.has(key)) stored[key] = fields[key]
   for (const field of found) if (field.name in stored) stored[field.name] = storedValue(field, stored[field.name])
   return stored
 }
