@@ -34,9 +34,13 @@ function reasonOf (error: ErrorObject): string {
 /** One entry per offending field; the branches of a nullable field's anyOf become one reason. */
 export function toInvalidParams (errors: readonly ErrorObject[]): InvalidParam[] {
   const reasons = new Map<string, string[]>()
-  for (const error of errors) {
+  const names = errors.map(fieldName)
+  for (const [i, error] of errors.entries()) {
     if (error.keyword === 'anyOf') continue
-    const name = fieldName(error)
+    const name = names[i]
+    // `meta: { x: 'a' }` against `object | null` fails both branches: the entry for `meta.x` says
+    // what is wrong; `meta: must be null`, from the branch the client did not mean, would mislead.
+    if (error.schemaPath.includes('/anyOf/') && names.some(other => other.startsWith(`${name}.`))) continue
     const list = reasons.get(name) ?? []
     const reason = reasonOf(error)
     if (!list.includes(reason)) list.push(reason)

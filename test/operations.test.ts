@@ -348,7 +348,16 @@ t.test('MODIFY with a nested member the schema does not have answers 400 naming 
   const res = await app.inject({ method: 'PATCH', url, headers: mergePatchJson, payload: { meta: { zzz: null } } })
   t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
   t.match(res.json(), { type: '/v1/problems/body-invalid', status: 400, instance: url })
-  t.same(res.json().invalidParams.find((p: { name: string }) => p.name === 'meta.zzz'), { name: 'meta.zzz', reason: 'is not a field of this resource' })
+  t.same(res.json().invalidParams, [{ name: 'meta.zzz', reason: 'is not a field of this resource' }])
+  t.same(await read(), before)
+})
+
+t.test('MODIFY with a wrong value inside a nested object names that member only, not the object', async t => {
+  const { app, url, read } = await oneGadget(t, { meta: { a: 1 } })
+  const before = await read()
+  const res = await app.inject({ method: 'PATCH', url, headers: mergePatchJson, payload: { meta: { a: 'x' } } })
+  t.same({ status: res.statusCode, type: res.headers['content-type'] }, { status: 400, type: 'application/problem+json; charset=utf-8' })
+  t.same(res.json().invalidParams, [{ name: 'meta.a', reason: 'must be integer or must be null' }])
   t.same(await read(), before)
 })
 
