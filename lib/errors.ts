@@ -43,6 +43,7 @@ export const ConflictError = createError<[string]>('API_ERR_CONFLICT', '%s', 409
 export const PreconditionFailedError = createError<[string]>('API_ERR_PRECONDITION_FAILED', '%s', 412, Error, noStack)
 export const BodyTooLargeError = createError<[number]>('API_ERR_BODY_TOO_LARGE', 'The request body is larger than %d bytes.', 413, Error, noStack)
 export const UriTooLongError = createError<[number]>('API_ERR_URI_TOO_LONG', 'The request URL is longer than %d characters.', 414, Error, noStack)
+export const ExpectationFailedError = createError('API_ERR_EXPECTATION_FAILED', 'The server cannot meet the expectation in the Expect header; only 100-continue is supported.', 417, Error, noStack)
 export const UnsupportedMediaTypeError = createError<[string]>('API_ERR_UNSUPPORTED_MEDIA_TYPE', '%s', 415, Error, noStack)
 export const UnprocessableError = createError<[string]>('API_ERR_UNPROCESSABLE', '%s', 422, Error, noStack)
 export const PreconditionRequiredError = createError<[string]>('API_ERR_PRECONDITION_REQUIRED', '%s', 428, Error, noStack)
@@ -72,6 +73,7 @@ export const problemDescriptions: Readonly<Record<string, string>> = {
   API_ERR_BODY_TOO_LARGE: 'The body exceeds the configured size limit.',
   API_ERR_URI_TOO_LONG: 'The request URL exceeds the configured length limit.',
   API_ERR_UNSUPPORTED_MEDIA_TYPE: 'Content-Type is missing on a request that needs a body, or names a type this operation does not accept.',
+  API_ERR_EXPECTATION_FAILED: 'The Expect header names an expectation other than 100-continue, which is the only one this server meets.',
   API_ERR_UNPROCESSABLE: 'The body is well-formed but refers to something that does not exist (for example an unknown related id).',
   API_ERR_PRECONDITION_REQUIRED: 'This server requires If-Match on writes, so that updates are never lost.',
   API_ERR_RATE_LIMITED: 'Too many requests in the current window; Retry-After says when to try again.',

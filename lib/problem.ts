@@ -60,6 +60,7 @@ const statusCodes: Readonly<Record<number, string>> = {
   413: 'API_ERR_BODY_TOO_LARGE',
   414: 'API_ERR_URI_TOO_LONG',
   415: 'API_ERR_UNSUPPORTED_MEDIA_TYPE',
+  417: 'API_ERR_EXPECTATION_FAILED',
   422: 'API_ERR_UNPROCESSABLE',
   428: 'API_ERR_PRECONDITION_REQUIRED',
   429: 'API_ERR_RATE_LIMITED',
@@ -69,7 +70,8 @@ const statusCodes: Readonly<Record<number, string>> = {
 
 // What a refusal raised without invalidParams (by Fastify's body parsing, say) can only be about.
 const impliedParams: Readonly<Record<string, readonly InvalidParam[]>> = {
-  API_ERR_UNSUPPORTED_MEDIA_TYPE: [{ name: 'Content-Type', reason: 'no body of this media type is accepted here' }]
+  API_ERR_UNSUPPORTED_MEDIA_TYPE: [{ name: 'Content-Type', reason: 'no body of this media type is accepted here' }],
+  API_ERR_EXPECTATION_FAILED: [{ name: 'Expect', reason: 'only 100-continue can be met' }]
 }
 
 // The 5xx whose catalogue text may be shown: they tell the client to retry, and name nothing internal.

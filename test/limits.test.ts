@@ -114,6 +114,50 @@ t.test('headers over the server\'s maxHeaderSize are 431 problem+json', async t 
   t.same(res.body, { type: '/v1/problems/headers-too-large', title: 'Request Header Fields Too Large', status: 431, detail: 'The request headers are too large.' })
 })
 
+t.test('an Expect other than 100-continue is a 417 problem naming Expect, with the headers of any answer', async t => {
+  const port = await listen(t, {})
+  const res = parse(await rawExchange(port, 'GET /v1/books HTTP/1.1\r\nHost: x\r\nExpect: x-custom\r\nX-Request-Id: expect-1\r\nConnection: close\r\n\r\n'))
+  t.equal(res.status, 417)
+  t.match(res.headers, { 'content-type': /^application\/problem\+json/, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', 'request-id': 'expect-1' })
+  t.same(res.body, {
+    type: '/v1/problems/expectation-failed',
+    title: 'Expectation Failed',
+    status: 417,
+    detail: 'The server cannot meet the expectation in the Expect header; only 100-continue is supported.',
+    instance: '/v1/books',
+    invalidParams: [{ name: 'Expect', reason: 'only 100-continue can be met' }]
+  })
+})
+
+t.test('Expect: 100-continue is met: the client hears 100, sends the body, and the write is done', async t => {
+  const port = await listen(t, {})
+  const body = JSON.stringify({ name: 'Patricia Grace' })
+  const raw = await rawExchange(port, `POST /v1/authors HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+  t.match(raw, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 Created\r\n/)
+  t.match(JSON.parse(raw.slice(raw.lastIndexOf('\r\n\r\n') + 4)), { data: { author: { name: 'Patricia Grace' } } })
+})
+
+t.test('two instances of the plugin on one server answer an unmet Expect once; a host\'s own listener is left in charge', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  const store = memoryStore()
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(store) })
+  await app.register(apiConventions, { prefix: '/v2', resources: demoResources(store) })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  const raw = await rawExchange(port, 'GET /v2/books HTTP/1.1\r\nHost: x\r\nExpect: x-custom\r\nConnection: close\r\n\r\n')
+  t.equal(raw.match(/^HTTP\/1\.1 /gm)?.length, 1, raw)
+  t.match(parse(raw), { status: 417, body: { instance: '/v2/books' } })
+
+  const host = Fastify()
+  t.teardown(() => host.close())
+  host.server.on('checkExpectation', (_request, response) => response.writeHead(417, { 'x-host': 'own' }).end())
+  await host.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()) })
+  await host.listen({ port: 0, host: '127.0.0.1' })
+  const own = await rawExchange((host.server.address() as { port: number }).port, 'GET /v1/books HTTP/1.1\r\nHost: x\r\nExpect: x-custom\r\nConnection: close\r\n\r\n')
+  t.match(own, /^HTTP\/1\.1 417 Expectation Failed\r\nx-host: own\r\n/)
+})
+
 t.test('a request slower than the server\'s requestTimeout is 408 problem+json', async t => {
   const port = await listen(t, { requestTimeout: 100, http: { connectionsCheckingInterval: 20 } })
   const res = parse(await rawExchange(port, 'GET /v1/books HTTP/1.1\r\nHost: x\r\n'))

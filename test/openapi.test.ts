@@ -237,7 +237,7 @@ t.test('the demo document', async t => {
     t.ok(book.get.responses['401'].headers['WWW-Authenticate'])
     t.ok(books.get.responses['429'].headers['Retry-After'])
     t.ok(books.get.responses['503'].headers['Retry-After'])
-    const everywhere = ['400', '401', '403', '405', '406', '408', '414', '429', '431', '500']
+    const everywhere = ['400', '401', '403', '405', '406', '408', '414', '417', '429', '431', '500']
     const sorted = (statuses: string[]) => [...new Set(statuses)].sort()
     t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
     t.same(Object.keys(books.post.responses), sorted(['201', ...everywhere, '409', '412', '413', '415', '422', '503']))

@@ -122,6 +122,7 @@ const reasons: Readonly<Record<number, string>> = {
   413: 'the body is larger than the configured limit.',
   414: 'the query string is longer than maxQueryLength.',
   415: 'Content-Type is missing, not accepted here, or names a charset other than UTF-8.',
+  417: 'Expect names an expectation other than 100-continue.',
   422: 'a relation field names a related resource that does not exist.',
   428: 'this server requires If-Match on writes.',
   429: 'too many requests; Retry-After says when to try again.',
@@ -153,8 +154,8 @@ const connectionStatuses = new Set([408, 431])
  */
 function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}, offersXml = true): Record<number, JsonSchema> {
   // Every route: date and audit headers (400), Origin checks (403), other methods (405), Accept
-  // (406), the connection limits (408, 431), the query length (414), the unexpected (500).
-  const all = [...statuses, 400, 403, 405, 406, 408, 414, 431, 500]
+  // (406), the connection limits (408, 431), the query length (414), Expect (417), the unexpected (500).
+  const all = [...statuses, 400, 403, 405, 406, 408, 414, 417, 431, 500]
   if (options.authenticated) all.push(401)
   if (options.rateLimited) all.push(429)
   if (options.timeLimited) all.push(503)

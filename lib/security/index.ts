@@ -17,7 +17,7 @@ import { addRouteHook } from '../route-hooks.js'
 import { edgeHook, isPromise } from './edge.js'
 import type { EdgeStep } from './edge.js'
 import { createHeaderHooks } from './headers.js'
-import { queryLengthCheck } from './limits.js'
+import { expectationCheck, queryLengthCheck, routeUnmetExpectations } from './limits.js'
 import { addressKey, createRateLimiter } from './rate-limit.js'
 import type { RateLimiter } from './rate-limit.js'
 import { stampRequestId } from './request-id.js'
@@ -119,10 +119,12 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
     stampRequestId,
     createCorsCheck(options.cors, options.auth?.apiKey !== undefined, methodsOf),
     queryLengthCheck(options.maxQueryLength),
+    expectationCheck,
     admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit)),
     negotiate
   ]
   app.addHook('onRequest', edgeHook(steps.filter(step => step !== undefined)))
+  routeUnmetExpectations(app.server)
   registerPreflightRoute(app)
 
   // preParsing runs after every onRequest hook, the routes' 415 check included.

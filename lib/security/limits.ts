@@ -3,9 +3,10 @@
 // handlerTimeout, per route), and, at the socket, header size → 431 and slow requests → 408.
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { BadUrlError, NotFoundError, OptionsInvalidError, UriTooLongError } from '../errors.js'
+import { BadUrlError, ExpectationFailedError, NotFoundError, OptionsInvalidError, UriTooLongError } from '../errors.js'
 import { problemMediaType, problemSlug } from '../problem.js'
 import { securityHeaders } from './headers.js'
 import { stampRequestId } from './request-id.js'
@@ -22,6 +23,27 @@ export function queryLengthCheck (max: number) {
     const question = request.url.indexOf('?')
     if (question !== -1 && request.url.length - question - 1 > max) throw new UriTooLongError(max)
   }
+}
+
+const kUnmetExpectation = Symbol('Expect other than 100-continue')
+
+/**
+ * Node answers a request whose `Expect` names anything but 100-continue with a bare 417 of its own:
+ * no body, none of the security headers, no Request-Id. Such requests are handed to the app instead,
+ * marked, and `expectationCheck` refuses them like any other refusal (RFC 9110 §10.1.1). Once per
+ * server: several instances of the plugin on one app must not each pass the request on.
+ */
+export function routeUnmetExpectations (server: Server) {
+  if (server.listenerCount('checkExpectation') > 0) return
+  server.on('checkExpectation', function passUnmetExpectation (request: IncomingMessage & { [kUnmetExpectation]?: true }, response: ServerResponse) {
+    request[kUnmetExpectation] = true
+    server.emit('request', request, response)
+  })
+}
+
+/** A step of the request edge: 417 problem for a request `routeUnmetExpectations` marked. */
+export function expectationCheck (request: FastifyRequest) {
+  if ((request.raw as { [kUnmetExpectation]?: true })[kUnmetExpectation] === true) throw new ExpectationFailedError()
 }
 
 const socketErrors: Readonly<Record<string, readonly [number, string, string]>> = {
