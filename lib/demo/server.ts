@@ -9,10 +9,14 @@ import { buildDemoApp } from './app.js'
 const timeouts = { requestTimeout: 30_000, connectionTimeout: 75_000 }
 const headersTimeout = 10_000
 const connectionsCheckingInterval = 1000
+// While closing, Fastify's default answers requests still arriving on open connections (pipelined
+// behind one in flight) with a plain JSON 503 of its own, before any hook: no security headers, no
+// problem+json. Served instead, with Connection: close, they finish like the requests in flight.
+const return503OnClosing = false
 
 async function main () {
   const config = loadConfig(process.env)
-  const app = await buildDemoApp(config, { logger: { level: process.env.LOG_LEVEL || 'info' }, return503OnClosing: true, ...timeouts })
+  const app = await buildDemoApp(config, { logger: { level: process.env.LOG_LEVEL || 'info' }, return503OnClosing, ...timeouts })
   // Node enforces requestTimeout on bodies only while headersTimeout (default 60 s) is not longer,
   // and checks both only every connectionsCheckingInterval (default 30 s, so 10 s became ~33 s).
   // Node reads these when it starts listening; its types know the interval only as a constructor option.
