@@ -361,6 +361,27 @@ t.test('MODIFY with a wrong value inside a nested object names that member only,
   t.same(await read(), before)
 })
 
+// A store of the host's stamps the server-owned field on create.
+const stampingStore = (store: Parameters<typeof defineResource>[0]['store']) => ({
+  ...store,
+  create: (model: Parameters<typeof store.create>[0], fields: Parameters<typeof store.create>[1]) => store.create(model, { ...fields, reviewedBy: 'editor' })
+})
+const stampedNotes = { resources: (store: Parameters<typeof defineResource>[0]['store']) => [defineResource({ name: 'notes', singular: 'note', schema: Note, store: stampingStore(store) })] }
+
+t.test('REPLACE and MODIFY keep the server-owned read-only fields a record holds; a body cannot set them', async t => {
+  const app = await buildApp(t, stampedNotes)
+  const note = await create(app, 'notes', { text: 'first' })
+  t.same(note, { id: note.id, text: 'first', reviewedBy: 'editor' })
+  const url = `/v1/notes/${note.id}`
+  const replaced = await app.inject({ method: 'PUT', url, headers: json, payload: { text: 'second' } })
+  t.same({ status: replaced.statusCode, etag: replaced.headers.etag, note: replaced.json().data.note }, { status: 200, etag: '"2"', note: { id: note.id, text: 'second', reviewedBy: 'editor' } })
+  const modified = await app.inject({ method: 'PATCH', url, headers: { 'content-type': 'application/merge-patch+json' }, payload: { text: 'third' } })
+  t.same(modified.json().data.note, { id: note.id, text: 'third', reviewedBy: 'editor' })
+  const refused = await app.inject({ method: 'PUT', url, headers: json, payload: { text: 'fourth', reviewedBy: 'me' } })
+  t.same({ status: refused.statusCode, invalidParams: refused.json().invalidParams }, { status: 400, invalidParams: [{ name: 'reviewedBy', reason: 'is read-only and set by the server' }] })
+  t.same((await app.inject({ url })).json().data.note, { id: note.id, text: 'third', reviewedBy: 'editor' })
+})
+
 t.test('CREATE of a book with an unknown authorId answers 422 naming authorId', async t => {
   const app = await buildApp(t)
   const res = await app.inject({ method: 'POST', url: '/v1/books', headers: json, payload: { title: 'T', authorId: 'nobody' } })

@@ -35,6 +35,14 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
   const methods: string[] = []
   const notFound = (id: string) => new NotFoundError(`${model.singular} ${id}`)
   const requireIfMatch = model.requireIfMatch ?? context.options.requireIfMatch
+  // Read-only fields besides the id: set by the server (a store of the host's, say), never by a client.
+  const serverOwned = [...model.fields.values()].filter(field => field.readOnly && field.name !== model.idField).map(field => field.name)
+  /** The server-owned values a record holds, which a PUT keeps: the client could not have sent them. */
+  const serverOwnedOf = (record: StoredRecord): Fields => {
+    const kept: Fields = {}
+    for (const name of serverOwned) if (record.data[name] !== undefined) kept[name] = record.data[name]
+    return kept
+  }
 
   /** Reads the record a write applies to and checks the client's preconditions against it. */
   async function currentFor (request: FastifyRequest, id: string): Promise<{ record: StoredRecord | null, preconditions: Preconditions }> {
@@ -101,9 +109,10 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
       const body = request.body as Fields
       checkIdUnchanged(model, body, id)
       const { record, preconditions } = await currentFor(request, id)
+      const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
       // Preconditions were checked against this version: write only if it is still the current one.
-      const how = hasPreconditions(preconditions) ? { ifVersion: record?.version } : {}
-      const written = await model.store.update(model, id, normalizeRecord(model, { ...body, [model.idField]: id }), how)
+      const how = hasPreconditions(preconditions) ? { ifVersion: current.version } : {}
+      const written = await model.store.update(model, id, normalizeRecord(model, { ...serverOwnedOf(current), ...body, [model.idField]: id }), how)
       return respond(reply, checkWritten(written, id, preconditions))
     })
   }
