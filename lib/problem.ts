@@ -145,16 +145,29 @@ export function installProblemHandlers (app: FastifyInstance, options: ProblemOp
     return reply.send(options.errorFormat === 'flat' ? body : { errors: body })
   }
 
-  app.setErrorHandler(function renderProblem (error: FastifyError & ProblemExtras, request, reply) {
-    return sendProblem(reply, request, describe(error, request))
-  })
-
-  app.setNotFoundHandler(function notFound (request, reply) {
+  /** 404, or 405 with Allow where the path exists but not for this method. */
+  function routingProblem (request: FastifyRequest): Problem {
     const path = request.url.split('?', 1)[0]
     const allowed = options.allowedMethods(path)
     const error = allowed === undefined
       ? new NotFoundError(path)
       : withHeaders(new MethodNotAllowedError(request.method, allowed.join(', ')), { allow: allowed.join(', ') })
-    return sendProblem(reply, request, describe(error as FastifyError & ProblemExtras, request))
+    return describe(error as FastifyError & ProblemExtras, request)
+  }
+
+  app.setErrorHandler(function renderProblem (error: FastifyError & ProblemExtras, request, reply) {
+    const problem = describe(error, request)
+    // A request no route takes has its headers and body checked (400, 413, 415; a QUERY without
+    // Content-Type) before the not-found handler runs. That nothing is there, or not for this
+    // method, is the answer. The edge's refusals (401, 403, 414, 429 …) stay: they come first everywhere.
+    if (request.is404 && routeLessStatuses.has(problem.status)) return sendProblem(reply, request, routingProblem(request))
+    return sendProblem(reply, request, problem)
+  })
+
+  app.setNotFoundHandler(function notFound (request, reply) {
+    return sendProblem(reply, request, routingProblem(request))
   })
 }
+
+// The statuses of header and body checks, which only a routed request should hear.
+const routeLessStatuses = new Set([400, 413, 415])

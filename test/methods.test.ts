@@ -96,6 +96,29 @@ t.test('an unknown path answers 404 whatever the method', async t => {
   t.same({ status: res.statusCode, detail: res.json().detail }, { status: 404, detail: '/v1/nothing was not found.' })
 })
 
+// Fastify checks a body (and a QUERY's Content-Type) before the not-found handler runs.
+for (const [name, request, status, allow] of [
+  ['QUERY without Content-Type on an item', { method: 'QUERY', url: '/v1/books/some-id' }, 405, ITEM],
+  ['broken JSON posted to an item', { method: 'POST', url: '/v1/books/some-id', headers: json, payload: '{bad' }, 405, ITEM],
+  ['a body of an unparsed type sent to an unknown path', { method: 'POST', url: '/v1/nothing', headers: { 'content-type': 'text/weird' }, payload: 'x' }, 404, undefined],
+  ['broken JSON posted to an unknown path', { method: 'POST', url: '/v1/nothing', headers: json, payload: '{bad' }, 404, undefined],
+  ['a body over bodyLimit sent to an unknown path', { method: 'PUT', url: '/v1/nothing', headers: json, payload: JSON.stringify({ x: 'y'.repeat(200) }) }, 404, undefined],
+  ['a malformed Date header on an unknown path', { method: 'GET', url: '/v1/nothing', headers: { date: 'yesterday' } }, 404, undefined]
+] as const) {
+  t.test(`${name} answers ${status}, not a complaint about the body or headers`, async t => {
+    const app = await buildApp(t, { server: { bodyLimit: 100 } })
+    const res = await app.inject(request as Parameters<typeof app.inject>[0] & object)
+    t.same({ status: res.statusCode, allow: res.headers.allow, type: res.headers['content-type'] }, { status, allow, type: 'application/problem+json; charset=utf-8' })
+    t.equal(res.json().type, status === 404 ? '/v1/problems/not-found' : '/v1/problems/method-not-allowed')
+  })
+}
+
+t.test('the edge\'s refusals still come first on an unknown path', async t => {
+  const app = await buildApp(t, { maxQueryLength: 10 })
+  const res = await app.inject({ method: 'POST', url: `/v1/nothing?${'q'.repeat(20)}`, headers: json, payload: '{bad' })
+  t.same({ status: res.statusCode, type: res.json().type }, { status: 414, type: '/v1/problems/uri-too-long' })
+})
+
 t.test('the plugin\'s handlers do not reach the host\'s other routes', async t => {
   const app = await buildApp(t)
   // Outside the plugin's scope the host's own not-found handler answers, not a problem document.
