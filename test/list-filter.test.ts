@@ -172,6 +172,8 @@ t.test('syntax errors are 400 naming filter with the character position', async 
     ['year = 1961', /unexpected character '=' at position 5/],
     ['year between 1 and 2', /expected a comparison operator, found 'between' at position 5/],
     ['born eq 2024-02-30', /invalid date '2024-02-30' at position 8/],
+    // Year 0 is in ISO 8601, but in no store: PostgreSQL would refuse to compare it, memory would not.
+    ['born lt 0000-12-31', /invalid date '0000-12-31' at position 8/],
     ['not year eq 1', /expected '\(' after 'not' at position 4/],
     ["foo(title) eq 'x'", /unknown function 'foo' at position 0/],
     ['year in 1961', /expected '\(' after 'in' at position 8/],

@@ -158,6 +158,8 @@ t.test('lexical errors', async t => {
   fails(t, 'a eq 2023-13-01', "invalid date '2023-13-01' at position 5", 5)
   fails(t, 'a eq 2023-00-10', "invalid date '2023-00-10' at position 5", 5)
   fails(t, 'a eq 2023-01-00', "invalid date '2023-01-00' at position 5", 5)
+  fails(t, 'a eq 0000-01-01', "invalid date '0000-01-01' at position 5", 5)
+  fails(t, 'a eq 0000-06-01T00:00Z', "invalid date-time '0000-06-01T00:00Z' at position 5", 5)
   fails(t, 'a eq 2023-01-01T25:00Z', "invalid date-time '2023-01-01T25:00Z' at position 5", 5)
   fails(t, 'a eq 2023-01-01T10:60Z', "invalid date-time '2023-01-01T10:60Z' at position 5", 5)
   fails(t, 'a eq 2023-01-01T10:00', "invalid date-time '2023-01-01T10:00' at position 5", 5)

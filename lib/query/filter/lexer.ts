@@ -35,11 +35,12 @@ const WORD_CHAR = /\w/
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 const DATETIME = /^(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/
 
-/** `YYYY-MM-DD` naming a real calendar day. */
+/** `YYYY-MM-DD` naming a real calendar day, from 0001 on: no store holds year 0 (stores/values.ts), and PostgreSQL cannot even compare it. */
 export function isDate (text: string): boolean {
   const match = DATE.exec(text)
   if (match === null) return false
   const [year, month, day] = match.slice(1).map(Number)
+  if (year === 0) return false
   // setUTCFullYear, unlike Date.UTC, does not map years 0–99 to 1900–1999; an impossible day
   // or month rolls over into another month, which the comparison catches.
   const date = new Date(0)
