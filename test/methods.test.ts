@@ -2,6 +2,7 @@
 // known path is 405 with Allow, including non-standard methods and operations a read-only
 // resource switches off; unknown paths are 404 problems.
 import t from 'tap'
+import type { InjectOptions } from 'fastify'
 import { buildApp, json, pick, seed } from './helpers/app.js'
 import { demoResources } from '../schemas/index.js'
 
@@ -97,17 +98,18 @@ t.test('an unknown path answers 404 whatever the method', async t => {
 })
 
 // Fastify checks a body (and a QUERY's Content-Type) before the not-found handler runs.
-for (const [name, request, status, allow] of [
+const routeLess: ReadonlyArray<readonly [string, InjectOptions, number, string | undefined]> = [
   ['QUERY without Content-Type on an item', { method: 'QUERY', url: '/v1/books/some-id' }, 405, ITEM],
   ['broken JSON posted to an item', { method: 'POST', url: '/v1/books/some-id', headers: json, payload: '{bad' }, 405, ITEM],
   ['a body of an unparsed type sent to an unknown path', { method: 'POST', url: '/v1/nothing', headers: { 'content-type': 'text/weird' }, payload: 'x' }, 404, undefined],
   ['broken JSON posted to an unknown path', { method: 'POST', url: '/v1/nothing', headers: json, payload: '{bad' }, 404, undefined],
   ['a body over bodyLimit sent to an unknown path', { method: 'PUT', url: '/v1/nothing', headers: json, payload: JSON.stringify({ x: 'y'.repeat(200) }) }, 404, undefined],
   ['a malformed Date header on an unknown path', { method: 'GET', url: '/v1/nothing', headers: { date: 'yesterday' } }, 404, undefined]
-] as const) {
+]
+for (const [name, request, status, allow] of routeLess) {
   t.test(`${name} answers ${status}, not a complaint about the body or headers`, async t => {
     const app = await buildApp(t, { server: { bodyLimit: 100 } })
-    const res = await app.inject(request as Parameters<typeof app.inject>[0] & object)
+    const res = await app.inject(request)
     t.same({ status: res.statusCode, allow: res.headers.allow, type: res.headers['content-type'] }, { status, allow, type: 'application/problem+json; charset=utf-8' })
     t.equal(res.json().type, status === 404 ? '/v1/problems/not-found' : '/v1/problems/method-not-allowed')
   })
