@@ -157,10 +157,12 @@ export function installProblemHandlers (app: FastifyInstance, options: ProblemOp
 
   app.setErrorHandler(function renderProblem (error: FastifyError & ProblemExtras, request, reply) {
     const problem = describe(error, request)
-    // A request no route takes has its headers and body checked (400, 413, 415; a QUERY without
-    // Content-Type) before the not-found handler runs. That nothing is there, or not for this
-    // method, is the answer. The edge's refusals (401, 403, 414, 429 …) stay: they come first everywhere.
-    if (request.is404 && routeLessStatuses.has(problem.status)) return sendProblem(reply, request, routingProblem(request))
+    // A request no route takes (or only the catch-all for OPTIONS, security/cors.ts) has its
+    // headers and body checked (400, 413, 415; a QUERY without Content-Type) before the not-found
+    // handler runs. That nothing is there, or not for this method, is the answer. The edge's
+    // refusals (401, 403, 406, 414, 417, 429) stay: they come first everywhere.
+    const routeLess = request.is404 || (request.routeOptions.config as { routeLess?: boolean }).routeLess === true
+    if (routeLess && routeLessStatuses.has(problem.status)) return sendProblem(reply, request, routingProblem(request))
     return sendProblem(reply, request, problem)
   })
 

@@ -16,13 +16,21 @@ export function createAjv (): Ajv {
   return ajv
 }
 
+/** A missing or unknown member, which Ajv reports at its object. */
+function memberOf (error: ErrorObject): string | undefined {
+  if (error.keyword === 'required') return String(error.params.missingProperty)
+  if (error.keyword === 'additionalProperties') return String(error.params.additionalProperty)
+  return undefined
+}
+
 function fieldName (error: ErrorObject): string {
   const path = error.instancePath.slice(1).replaceAll('/', '.')
-  const member = error.keyword === 'required'
-    ? String(error.params.missingProperty)
-    : error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : ''
-  return [path, member].filter(part => part !== '').join('.') || '(body)'
+  return [path, memberOf(error) ?? ''].filter(part => part !== '').join('.') || '(body)'
 }
+
+/** Whether an error is about something inside the value at `pointer`. */
+const isBelow = (error: ErrorObject, pointer: string) => error.instancePath.startsWith(`${pointer}/`) ||
+  (error.instancePath === pointer && memberOf(error) !== undefined)
 
 function reasonOf (error: ErrorObject): string {
   if (error.keyword === 'required') return 'is required'
@@ -31,16 +39,27 @@ function reasonOf (error: ErrorObject): string {
   return String(error.message)
 }
 
+/**
+ * `meta: { x: 'a' }` against `object | null` fails both branches: `meta.x: must be integer` says
+ * what is wrong, and `meta: must be null`, from the branch the client did not mean, would mislead.
+ * True for an error of one anyOf branch when another branch of the same anyOf failed deeper inside
+ * the same value.
+ */
+function failsOtherBranch (error: ErrorObject, errors: readonly ErrorObject[]): boolean {
+  const at = error.schemaPath.lastIndexOf('/anyOf/')
+  if (at === -1) return false
+  const anyOf = error.schemaPath.slice(0, at + 7)
+  const branch = error.schemaPath.slice(at + 7).split('/', 1)[0]
+  return errors.some(other => isBelow(other, error.instancePath) &&
+    other.schemaPath.startsWith(anyOf) && other.schemaPath.slice(anyOf.length).split('/', 1)[0] !== branch)
+}
+
 /** One entry per offending field; the branches of a nullable field's anyOf become one reason. */
 export function toInvalidParams (errors: readonly ErrorObject[]): InvalidParam[] {
   const reasons = new Map<string, string[]>()
-  const names = errors.map(fieldName)
-  for (const [i, error] of errors.entries()) {
-    if (error.keyword === 'anyOf') continue
-    const name = names[i]
-    // `meta: { x: 'a' }` against `object | null` fails both branches: the entry for `meta.x` says
-    // what is wrong; `meta: must be null`, from the branch the client did not mean, would mislead.
-    if (error.schemaPath.includes('/anyOf/') && names.some(other => other.startsWith(`${name}.`))) continue
+  for (const error of errors) {
+    if (error.keyword === 'anyOf' || failsOtherBranch(error, errors)) continue
+    const name = fieldName(error)
     const list = reasons.get(name) ?? []
     const reason = reasonOf(error)
     if (!list.includes(reason)) list.push(reason)

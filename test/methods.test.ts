@@ -104,7 +104,9 @@ const routeLess: ReadonlyArray<readonly [string, InjectOptions, number, string |
   ['a body of an unparsed type sent to an unknown path', { method: 'POST', url: '/v1/nothing', headers: { 'content-type': 'text/weird' }, payload: 'x' }, 404, undefined],
   ['broken JSON posted to an unknown path', { method: 'POST', url: '/v1/nothing', headers: json, payload: '{bad' }, 404, undefined],
   ['a body over bodyLimit sent to an unknown path', { method: 'PUT', url: '/v1/nothing', headers: json, payload: JSON.stringify({ x: 'y'.repeat(200) }) }, 404, undefined],
-  ['a malformed Date header on an unknown path', { method: 'GET', url: '/v1/nothing', headers: { date: 'yesterday' } }, 404, undefined]
+  ['a malformed Date header on an unknown path', { method: 'GET', url: '/v1/nothing', headers: { date: 'yesterday' } }, 404, undefined],
+  ['OPTIONS with broken JSON on an unknown path', { method: 'OPTIONS', url: '/v1/nothing', headers: json, payload: '{bad' }, 404, undefined],
+  ['OPTIONS with a malformed Date header on a path without OPTIONS', { method: 'OPTIONS', url: '/v1/openapi.json', headers: { date: 'yesterday' } }, 405, 'GET, HEAD']
 ]
 for (const [name, request, status, allow] of routeLess) {
   t.test(`${name} answers ${status}, not a complaint about the body or headers`, async t => {

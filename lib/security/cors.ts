@@ -97,7 +97,7 @@ export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean, methodsOf
  * own (openapi.json, docs, unknown paths) get this hidden one, which only ever says 404.
  */
 export function registerPreflightRoute (app: FastifyInstance) {
-  app.options('*', { schema: { hide: true } }, function noSuchResource (_request, reply) {
+  app.options('*', { schema: { hide: true }, config: { routeLess: true } }, function noSuchResource (_request, reply) {
     reply.callNotFound()
   })
 }
