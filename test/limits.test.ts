@@ -137,26 +137,41 @@ t.test('Expect: 100-continue is met: the client hears 100, sends the body, and t
   t.match(JSON.parse(raw.slice(raw.lastIndexOf('\r\n\r\n') + 4)), { data: { author: { name: 'Patricia Grace' } } })
 })
 
-t.test('two instances of the plugin on one server answer an unmet Expect once; a host\'s own listener is left in charge', async t => {
+const unmetExpectation = (path: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\nExpect: x-custom\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`
+
+t.test('two instances of the plugin on one server answer an unmet Expect once; the host\'s own routes keep Node\'s answer', async t => {
   const app = Fastify()
   t.teardown(() => app.close())
   const store = memoryStore()
+  let hostRouteRan = false
+  app.post('/hook', async () => { hostRouteRan = true; return 'done' })
   await app.register(apiConventions, { prefix: '/v1', resources: demoResources(store) })
   await app.register(apiConventions, { prefix: '/v2', resources: demoResources(store) })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const port = (app.server.address() as { port: number }).port
-  const raw = await rawExchange(port, 'GET /v2/books HTTP/1.1\r\nHost: x\r\nExpect: x-custom\r\nConnection: close\r\n\r\n')
+  const raw = await rawExchange(port, unmetExpectation('/v2/books'))
   t.equal(raw.match(/^HTTP\/1\.1 /gm)?.length, 1, raw)
   t.match(parse(raw), { status: 417, body: { instance: '/v2/books' } })
-
-  const host = Fastify()
-  t.teardown(() => host.close())
-  host.server.on('checkExpectation', (_request, response) => response.writeHead(417, { 'x-host': 'own' }).end())
-  await host.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()) })
-  await host.listen({ port: 0, host: '127.0.0.1' })
-  const own = await rawExchange((host.server.address() as { port: number }).port, 'GET /v1/books HTTP/1.1\r\nHost: x\r\nExpect: x-custom\r\nConnection: close\r\n\r\n')
-  t.match(own, /^HTTP\/1\.1 417 Expectation Failed\r\nx-host: own\r\n/)
+  t.match(parse(await rawExchange(port, unmetExpectation('/v1'))), { status: 417, body: { instance: '/v1' } })
+  t.match(await rawExchange(port, unmetExpectation('/hook')), /^HTTP\/1\.1 417 Expectation Failed\r\n(?![^]*request-id)[^]*\r\n\r\n$/i)
+  t.match(await rawExchange(port, unmetExpectation('/v10/books')), /^HTTP\/1\.1 417 Expectation Failed\r\n(?![^]*request-id)/i, 'another path that only starts like the prefix')
+  t.notOk(hostRouteRan, 'the host\'s route did not run')
 })
+
+for (const when of ['before', 'after'] as const) {
+  t.test(`a checkExpectation listener the host adds ${when} registering the plugin is left in charge`, async t => {
+    const host = Fastify()
+    t.teardown(() => host.close())
+    const own = () => host.server.on('checkExpectation', (_request, response) => response.writeHead(417, { 'x-host': 'own' }).end())
+    if (when === 'before') own()
+    await host.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()) })
+    if (when === 'after') own()
+    await host.listen({ port: 0, host: '127.0.0.1' })
+    const raw = await rawExchange((host.server.address() as { port: number }).port, unmetExpectation('/v1/books'))
+    t.match(raw, /^HTTP\/1\.1 417 Expectation Failed\r\nx-host: own\r\n/)
+    t.equal(raw.match(/^HTTP\/1\.1 /gm)?.length, 1, raw)
+  })
+}
 
 t.test('a request slower than the server\'s requestTimeout is 408 problem+json', async t => {
   const port = await listen(t, { requestTimeout: 100, http: { connectionsCheckingInterval: 20 } })

@@ -124,7 +124,7 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
     negotiate
   ]
   app.addHook('onRequest', edgeHook(steps.filter(step => step !== undefined)))
-  routeUnmetExpectations(app.server)
+  routeUnmetExpectations(app.server, app.prefix)
   registerPreflightRoute(app)
 
   // preParsing runs after every onRequest hook, the routes' 415 check included.

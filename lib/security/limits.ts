@@ -26,18 +26,33 @@ export function queryLengthCheck (max: number) {
 }
 
 const kUnmetExpectation = Symbol('Expect other than 100-continue')
+const kPluginPrefixes = Symbol('prefixes of the plugin instances on this server')
 
 /**
  * Node answers a request whose `Expect` names anything but 100-continue with a bare 417 of its own:
- * no body, none of the security headers, no Request-Id. Such requests are handed to the app instead,
- * marked, and `expectationCheck` refuses them like any other refusal (RFC 9110 §10.1.1). Once per
- * server: several instances of the plugin on one app must not each pass the request on.
+ * no body, none of the security headers, no Request-Id. Requests under the plugin's `prefix` are
+ * handed to the app instead, marked, and `expectationCheck` refuses them like any other refusal
+ * (RFC 9110 §10.1.1); the host's other routes keep Node's answer. One listener per server, for every
+ * instance of the plugin on it, and none where the host has its own, before or after this one.
  */
-export function routeUnmetExpectations (server: Server) {
+export function routeUnmetExpectations (server: Server, prefix: string) {
+  const withPrefixes = server as Server & { [kPluginPrefixes]?: string[] }
+  const known = withPrefixes[kPluginPrefixes]
+  if (known !== undefined) {
+    known.push(prefix)
+    return
+  }
   if (server.listenerCount('checkExpectation') > 0) return
+  const prefixes = withPrefixes[kPluginPrefixes] = [prefix]
   server.on('checkExpectation', function passUnmetExpectation (request: IncomingMessage & { [kUnmetExpectation]?: true }, response: ServerResponse) {
-    request[kUnmetExpectation] = true
-    server.emit('request', request, response)
+    if (server.listenerCount('checkExpectation') > 1) return
+    const path = String(request.url).split('?', 1)[0]
+    if (prefixes.some(base => base === '' || path === base || path.startsWith(`${base}/`))) {
+      request[kUnmetExpectation] = true
+      server.emit('request', request, response)
+    } else {
+      response.writeHead(417).end()
+    }
   })
 }
 
