@@ -59,8 +59,9 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const parseJson = app.getDefaultJsonParser('error', 'error')
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
   // JSON text can hold NUL or a lone surrogate only as an escape (raw control characters are not
-  // JSON, and strict UTF-8 has no surrogates): bodies without one skip the walk below.
-  const escapedUnstorable = /\\u(?:0000|[dD][89a-fA-F])/
+  // JSON, and strict UTF-8 has no surrogates), and a number too large for a double only with an
+  // exponent of three digits or with over 308 digits: bodies without one skip the walk below.
+  const mayHoldUnstorable = /\\u(?:0000|[dD][89a-fA-F])|[eE]\+?\d{3}|\d{309}/
   // A request flag, not a WeakSet: see kRecordRead.
   const kPlainJson = Symbol('api-conventions.plainJson')
   app.decorateRequest(kPlainJson, false)
@@ -72,7 +73,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     } catch {
       return done(new BodyMalformedError('it is not valid UTF-8'), undefined)
     }
-    if (!escapedUnstorable.test(text)) (request as unknown as Record<symbol, boolean>)[kPlainJson] = true
+    if (!mayHoldUnstorable.test(text)) (request as unknown as Record<symbol, boolean>)[kPlainJson] = true
     parseJson(request, text, done)
   })
   // XML, form and multipart bodies, and XML responses when Accept asks for them (issue 8).

@@ -4,7 +4,7 @@ import { Ajv } from 'ajv'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { InvalidParam } from './errors.js'
-import { findUnstorable } from './stores/values.js'
+import { findUnstorable, nonFinite } from './stores/values.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -74,14 +74,17 @@ const nul = '\u0000'
 
 /**
  * The first member or value of a parsed body, in any format, holding text no store can keep
- * exactly, as an invalid param; refused for every store alike, so they all answer the same.
+ * exactly, or a number JSON cannot write (1e400 parses as Infinity, which Ajv takes for an
+ * integer), as an invalid param; refused for every store alike, so they all answer the same.
  */
 export function unstorableTextParam (body: unknown): InvalidParam | undefined {
   const found = findUnstorable(body)
   if (found === undefined) return undefined
-  const [path, text] = found
+  const [path, value] = found
   return {
     name: path.join('.') || '(body)',
-    reason: text.includes(nul) ? 'contains NUL (U+0000), which cannot be stored' : 'contains a lone surrogate (\\uD800–\\uDFFF), which is not Unicode text'
+    reason: typeof value === 'number'
+      ? nonFinite
+      : value.includes(nul) ? 'contains NUL (U+0000), which cannot be stored' : 'contains a lone surrogate (\\uD800–\\uDFFF), which is not Unicode text'
   }
 }

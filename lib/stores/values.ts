@@ -51,8 +51,15 @@ export function unstorableError (name: string, reason: string) {
   return withInvalidParams(new UnprocessableError(`${name} ${reason}.`), [{ name, reason }])
 }
 
-/** The value as stored: date-times normalised; a date or date-time out of range is a 422 naming the field. */
+/**
+ * The value as stored: date-times normalised. A 422 naming the field, the same from every store,
+ * for a date or date-time out of range, an integer no double holds exactly, and anything
+ * `unstorableReason` names, in the value or anywhere inside it.
+ */
 export function storedValue (field: FieldModel, value: unknown): unknown {
+  if (field.type === 'integer' && typeof value === 'number' && !Number.isSafeInteger(value)) throw unstorableError(field.name, 'must be an integer between -(2^53 - 1) and 2^53 - 1')
+  const reason = unstorableReason(value)
+  if (reason !== undefined) throw unstorableError(field.name, reason)
   if (typeof value !== 'string') return value
   if (field.type === 'datetime') {
     const normalized = normalizeDateTime(value)
@@ -63,22 +70,36 @@ export function storedValue (field: FieldModel, value: unknown): unknown {
   return value
 }
 
-const temporal = new WeakMap<ResourceModel, readonly FieldModel[]>()
+export const nonFinite = 'must be a finite number (a JSON number beyond ±1.8e308 reads as Infinity)'
+
+/** Why no store can keep this text exactly as it is, or undefined when every store can. */
+export function unstorableText (text: string): string | undefined {
+  if (!unstorable.test(text)) return undefined
+  return text.includes('\u0000') ? 'cannot contain the NUL character' : 'cannot contain an unpaired UTF-16 surrogate (\\uD800-\\uDFFF)'
+}
+
+/** Why no store can keep a field's value (its first unstorable text, member name or number), or undefined. */
+export function unstorableReason (value: unknown): string | undefined {
+  if (typeof value === 'string') return unstorableText(value)
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : nonFinite
+  if (typeof value !== 'object' || value === null) return undefined
+  const found = findUnstorable(value)
+  if (found === undefined) return undefined
+  return typeof found[1] === 'number' ? nonFinite : unstorableText(found[1])
+}
 
 /**
- * A copy of the record with its dates checked and date-times normalised, its fields in schema
+ * A copy of the record with its dates and numbers checked and date-times normalised, its fields in schema
  * order. Built by assignment, not by spread: V8 gives every frozen copy of a spread object a hidden
  * class of its own, and with one per record every read of a record's field (serializer, filter,
  * sort) went through V8's slowest property lookup (benchmarks/README.md).
  */
 export function storedFields (model: ResourceModel, fields: Fields): Fields {
-  let found = temporal.get(model)
-  if (found === undefined) temporal.set(model, found = [...model.fields.values()].filter(field => field.type === 'date' || field.type === 'datetime'))
   const stored: Fields = {}
   for (const name of model.fields.keys()) if (Object.hasOwn(fields, name)) stored[name] = fields[name]
   // Keys the schema does not name (a direct store caller's) are kept, after the fields.
   for (const key of Object.keys(fields)) if (!model.fields.has(key)) stored[key] = fields[key]
-  for (const field of found) if (field.name in stored) stored[field.name] = storedValue(field, stored[field.name])
+  for (const field of model.fields.values()) if (field.name in stored) stored[field.name] = storedValue(field, stored[field.name])
   return stored
 }
 
@@ -96,12 +117,14 @@ interface Visit { readonly value: unknown, readonly key: string | undefined, rea
  * Iterative, with parent links rather than copied paths: a value nested as deep as the body limit
  * allows must neither overflow the stack nor build a path per level.
  */
-export function findUnstorable (body: unknown): readonly [string[], string] | undefined {
+export function findUnstorable (body: unknown): readonly [string[], string | number] | undefined {
   const pending: Visit[] = [{ value: body, key: undefined, parent: undefined }]
   for (let visit = pending.pop(); visit !== undefined; visit = pending.pop()) {
     const { value } = visit
     if (typeof value === 'string') {
       if (unstorable.test(value)) return [pathOf(visit), value]
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return [pathOf(visit), value]
     } else if (typeof value === 'object' && value !== null) {
       for (const [key, member] of Object.entries(value)) {
         if (unstorable.test(key)) return [[...pathOf(visit), key], key]

@@ -271,6 +271,21 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       t.equal(await store.get(authors, 'y'), null)
     })
 
+    t.test('an integer no double holds exactly, and a number that is not finite, are 422 naming the field', async t => {
+      const { store, books } = await fresh(t)
+      const refused = (name: string) => ({ statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name }] })
+      for (const year of [9007199254740992, -9007199254740992, 1e20, Infinity]) {
+        await t.rejects(store.create(books, { ...BOOKS[1], id: 'x', year }), refused('year'), String(year))
+      }
+      for (const rating of [Infinity, -Infinity, NaN]) {
+        await t.rejects(store.create(books, { ...BOOKS[1], id: 'x', rating }), refused('rating'), String(rating))
+      }
+      await t.rejects(store.update(books, 'b01', { ...BOOKS[0], meta: { deep: [1, Infinity] } }), refused('meta'))
+      await t.rejects(store.update(books, 'b01', { ...BOOKS[0], rating: Infinity }), refused('rating'))
+      t.equal((await store.get(books, 'b01'))?.data.rating, BOOKS[0].rating, 'a refused update changes nothing')
+      t.equal(await store.get(books, 'x'), null)
+    })
+
     t.test('a duplicate id is 409', async t => {
       const { store, authors } = await fresh(t)
       await t.rejects(store.create(authors, { ...AUTHORS[1], name: 'other' }), { statusCode: 409, code: 'API_ERR_CONFLICT', message: /id already exists/ })

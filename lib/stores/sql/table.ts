@@ -2,7 +2,7 @@
 // row codec, resolved once per model from the store's options, never per request.
 import type { FieldModel, FieldType, ResourceModel } from '../../registry/model.js'
 import type { Fields, StoredRecord } from '../store.js'
-import { findUnstorable, storedValue, unstorableError } from '../values.js'
+import { storedValue } from '../values.js'
 import { ident, join, raw, sql, Sql, toQuery } from './sql.js'
 
 /** Maps a resource onto a table someone else manages (or renames ours). */
@@ -164,29 +164,8 @@ function selectColumn (column: Column, dropsLeadingBom: boolean): Sql {
   }
 }
 
-// PostgreSQL text holds no NUL ("Character Types"), and is UTF-8 here, where half a surrogate
-// pair has no encoding: the drivers' encoders write U+FFFD for it (WHATWG Encoding), silently.
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u
-
-/** Why PostgreSQL cannot keep this text exactly as it is, or undefined when it can. */
-export function unstorableText (text: string): string | undefined {
-  if (text.includes('\u0000')) return 'cannot contain the NUL character'
-  if (LONE_SURROGATE.test(text)) return 'cannot contain an unpaired UTF-16 surrogate (\\uD800-\\uDFFF)'
-  return undefined
-}
-
-/** Why PostgreSQL cannot keep a JSON value (its first unstorable string or key), as unstorableText says. */
-function unstorableJson (value: unknown): string | undefined {
-  const found = findUnstorable(value)
-  return found === undefined ? undefined : unstorableText(found[1])
-}
-
-/** A field value for INSERT/UPDATE; one PostgreSQL cannot keep exactly is a 422 naming the field, never altered. */
+/** A field value for INSERT/UPDATE; one PostgreSQL cannot keep exactly is a 422 naming the field, never altered (values.ts storedValue). */
 export function writeValue (col: Column, value: unknown): Sql {
-  const { field } = col
-  const reason = unstorableJson(value)
-  if (reason !== undefined) throw unstorableError(field.name, reason)
-  if (field.type === 'integer' && typeof value === 'number' && !Number.isSafeInteger(value)) throw unstorableError(field.name, 'must be an integer between -(2^53 - 1) and 2^53 - 1')
   // Date-times go as the UTC instant to the millisecond (values.ts), which is what reads give back.
-  return typed(storedValue(field, value ?? null), field.type)
+  return typed(storedValue(col.field, value ?? null), col.field.type)
 }
