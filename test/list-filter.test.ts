@@ -256,3 +256,17 @@ t.test('the same filter text is evaluated consistently on repeated requests (cac
   t.equal((await get(app, filtered('year eq'))).statusCode, 400)
   t.same(idsOf((await get(app, filtered('year eq 1961'))).json()).length, 1)
 })
+
+t.test('NUL in a filter value is a 400 naming its parameter, whichever store: no stored text holds one', async t => {
+  const { app } = await fixture(t)
+  const nul = 'cannot contain the NUL character, which no stored text holds'
+  for (const [query, invalidParams] of [
+    ['title=%00', [{ name: 'title', reason: nul }]],
+    ['author.name=a%00b', [{ name: 'author.name', reason: nul }]],
+    [`filter=${encodeURIComponent("contains(title, '\u0000')")}`, [{ name: 'filter', reason: nul }]],
+    ['year=old&title=%00', [{ name: 'title', reason: nul }, { name: 'year', reason: "'old' is not an integer" }]]
+  ] as const) {
+    const res = await get(app, `/v1/books?${query}`)
+    t.same({ status: res.statusCode, invalidParams: res.json().invalidParams }, { status: 400, invalidParams }, query)
+  }
+})

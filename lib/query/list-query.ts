@@ -8,6 +8,7 @@ import { CursorError } from './cursor.js'
 import type { CursorCodec } from './cursor.js'
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
 import type { ListQuery, SortKey } from '../stores/store.js'
+import { unstorableText } from '../stores/values.js'
 import { QueryInvalidError, withInvalidParams } from '../errors.js'
 import type { InvalidParam } from '../errors.js'
 
@@ -71,7 +72,7 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   const include = parseRelations(model, given.include, 'include', problems)
   const fields = withRelationKeys(parseFields(model, given.fields, problems), [...expand, ...include])
   const simple = simpleFilters(model, raw, problems)
-  const filter = buildFilter(model, given.filter, simple, problems)
+  const filter = buildFilter(model, comparable(given.filter, 'filter', problems), simple, problems)
 
   // `page` is the spec's alias of `pageOffset` (its link examples use it); naming both is ambiguous.
   const pageName = given.pageOffset !== undefined ? 'pageOffset' : 'page'
@@ -218,10 +219,22 @@ function simpleFilters (model: ResourceModel, raw: RawQuery, problems: InvalidPa
   const filters: Array<[string, string[]]> = []
   for (const [name, value] of Object.entries(raw)) {
     if (reserved.has(name) || value === undefined) continue
+    const values = (Array.isArray(value) ? value : [value]).map(one => comparable(one, name, problems))
     if (resolveField(model, name) === undefined) problems.push({ name, reason: 'unknown query parameter or field' })
-    else filters.push([name, Array.isArray(value) ? value : [value]])
+    else if (!values.includes(undefined)) filters.push([name, values as string[]])
   }
   return filters.sort(([a], [b]) => a < b ? -1 : 1)
+}
+
+/**
+ * A filter's text, unless it holds what no stored text does (NUL, a lone surrogate): every store
+ * refuses it the same way, where PostgreSQL would fail the query and the memory store match nothing.
+ */
+function comparable (text: string | undefined, name: string, problems: InvalidParam[]): string | undefined {
+  const reason = text === undefined ? undefined : unstorableText(text)
+  if (reason === undefined) return text
+  problems.push({ name, reason: `${reason}, which no stored text holds` })
+  return undefined
 }
 
 function resolveField (model: ResourceModel, name: string): FieldModel | undefined {
