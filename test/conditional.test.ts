@@ -280,6 +280,27 @@ t.test('If-Match from an expanded GET of the current version satisfies PATCH', a
   t.equal(res.statusCode, 200)
 })
 
+t.test('a representation with related records sends no Last-Modified, so If-Modified-Since cannot hide their changes', async t => {
+  const clock = testClock()
+  const app = await buildApp(t, { clock })
+  const { books } = await seed(app)
+  const url = `/v1/books/${books[0].id}`
+  const plain = await app.inject({ url })
+  const since = plain.headers['last-modified'] as string
+  for (const query of ['expand=author', 'include=author']) {
+    const before = await app.inject({ url: `${url}?${query}` })
+    t.same({ status: before.statusCode, lastModified: before.headers['last-modified'], hasEtag: typeof before.headers.etag }, { status: 200, lastModified: undefined, hasEtag: 'string' }, query)
+  }
+  clock.advance(60_000)
+  const renamed = await app.inject({ method: 'PATCH', url: `/v1/authors/${books[0].authorId as string}`, headers: { 'content-type': 'application/merge-patch+json' }, payload: { name: 'Renamed' } })
+  t.equal(renamed.statusCode, 200)
+  const expanded = await app.inject({ url: `${url}?expand=author`, headers: { 'if-modified-since': since } })
+  t.same({ status: expanded.statusCode, name: expanded.json().data.book.author.name }, { status: 200, name: 'Renamed' })
+  t.equal((await app.inject({ url, headers: { 'if-modified-since': since } })).statusCode, 304, 'the book alone is unchanged')
+  const etag = expanded.headers.etag as string
+  t.equal((await app.inject({ url: `${url}?expand=author`, headers: { 'if-none-match': etag } })).statusCode, 304, 'its ETag still revalidates')
+})
+
 t.test('empty elements in an If-Match list are skipped', async t => {
   const { app, url } = await oneBook(t)
   const res = await app.inject({ method: 'PATCH', url, headers: { ...json, 'if-match': ', "9", ,"1",' }, payload: { year: 3 } })

@@ -83,16 +83,21 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
       let resource = project(record.data, options.fields)
       let links: Link[] | undefined
       let variant = options.variant
+      // The record's own write time, unless related records are part of the representation: their
+      // changes, additions and removals do not move it, so it would answer If-Modified-Since wrongly.
+      let modifiedAt: Date | null = record.modifiedAt
       if (options.expand.length + options.include.length > 0) {
         const related = await attachRelated(context.envelope, model, [resource], options.expand, options.include)
         resource = related.items[0]
         links = related.links
         // The embedded records have versions of their own: the validator must change with them.
         variant += JSON.stringify(related)
+        modifiedAt = null
       }
       const etag = formatETag(record.version, variantTag(formatVariant(request, variant)))
-      writeHeaders(reply, etag, record.modifiedAt)
-      if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt: record.modifiedAt }, true) === 'not-modified') {
+      if (modifiedAt === null) reply.header('etag', etag)
+      else writeHeaders(reply, etag, modifiedAt)
+      if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt }, true) === 'not-modified') {
         return reply.code(304).send()
       }
       return singleBody(context.envelope, model, resource, links)
