@@ -105,7 +105,7 @@ const requestHeaders = (extra: Record<string, JsonSchema> = {}): JsonSchema =>
 const requestId = { 'Request-Id': { type: 'string', description: 'The request identifier (X-Request-Id when the client sent a safe one).' } }
 const validators = {
   ETag: { type: 'string', description: 'Strong validator of this representation; send it in If-Match to update safely, or If-None-Match to revalidate.' },
-  'Last-Modified': { type: 'string', description: 'Time of the last write, as an HTTP date.' }
+  'Last-Modified': { type: 'string', description: 'Time of the last write, as an HTTP date. Not sent with expand or include: related records change without moving it.' }
 }
 
 /** Why each status can happen; operations refine the text where they know more. */
