@@ -9,14 +9,14 @@ import { buildRegistry } from './registry/index.js'
 import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema } from './registry/derive.js'
 import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
-import { BodyInvalidError, BodyMalformedError, withInvalidParams } from './errors.js'
+import { BodyInvalidError, withInvalidParams } from './errors.js'
 import { createAjv, unstorableTextParam } from './validation.js'
 import { createCursorCodec } from './query/cursor.js'
 import { registerCollectionRoutes } from './routes/collection.js'
 import { registerItemRoutes } from './routes/item.js'
 import type { RouteContext } from './routes/context.js'
 import { createAcceptCheck } from './negotiation.js'
-import { installFormats } from './formats/index.js'
+import { decodeBody, installFormats } from './formats/index.js'
 import { registerProblemPages } from './problem-pages.js'
 import { registerSecurity } from './security/index.js'
 import { registerOpenApi } from './openapi.js'
@@ -57,7 +57,6 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   // UTF-8 (RFC 8259 §8.1): invalid bytes are a 400, never stored as U+FFFD.
   app.removeAllContentTypeParsers()
   const parseJson = app.getDefaultJsonParser('error', 'error')
-  const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
   // JSON text can hold NUL or a lone surrogate only as an escape (raw control characters are not
   // JSON, and strict UTF-8 has no surrogates), and a number too large for a double only with an
   // exponent of three digits or with over 308 digits: bodies without one skip the walk below.
@@ -69,9 +68,9 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'buffer' }, function parseJsonBody (request, body, done) {
     let text: string
     try {
-      text = utf8.decode(body as Buffer)
-    } catch {
-      return done(new BodyMalformedError('it is not valid UTF-8'), undefined)
+      text = decodeBody(body as Buffer)
+    } catch (error) {
+      return done(error as Error, undefined)
     }
     if (!mayHoldUnstorable.test(text)) (request as unknown as Record<symbol, boolean>)[kPlainJson] = true
     parseJson(request, text, done)

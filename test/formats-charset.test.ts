@@ -58,3 +58,18 @@ t.test('the charset is checked on every method that may carry a body, never on G
   t.equal((await app.inject({ url: `/v1/books/${books[0].id}`, headers: latin })).statusCode, 200, 'GET reads no body')
   t.equal((await app.inject({ url: `/v1/books/${books[0].id}` })).statusCode, 200, 'DELETE did nothing')
 })
+
+t.test('bytes that are not UTF-8 are a 400 in every text format, never stored as U+FFFD', async t => {
+  const app = await buildApp(t)
+  const { authors, books } = await seed(app)
+  const latin1 = (text: string) => Buffer.from(text, 'latin1')
+  for (const [type, payload] of [
+    ['application/json', latin1(JSON.stringify({ title: 'Été', authorId: authors[0].id }))],
+    ['application/xml', latin1(`<book><title>Été</title><authorId>${authors[0].id}</authorId></book>`)],
+    ['application/x-www-form-urlencoded', Buffer.concat([Buffer.from('title='), latin1('Été'), Buffer.from(`&authorId=${authors[0].id}`)])]
+  ] as const) {
+    const res = await app.inject({ method: 'POST', url: '/v1/books', headers: { 'content-type': type }, payload })
+    t.same({ status: res.statusCode, type: res.json().type, detail: res.json().detail }, { status: 400, type: '/v1/problems/body-malformed', detail: 'The request body could not be parsed: it is not valid UTF-8' }, type)
+  }
+  t.equal((await app.inject({ url: '/v1/books?total=true' })).json().meta.total, books.length, 'nothing was stored')
+})

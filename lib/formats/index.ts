@@ -6,7 +6,7 @@ import type { JsonSchema } from '../registry/derive.js'
 import { schemaNames } from '../registry/derive.js'
 import { addRouteHook, mayHaveBody } from '../route-hooks.js'
 import type { ResourceModel } from '../registry/model.js'
-import { UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
+import { BodyMalformedError, UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
 import { coerceBody } from './coerce.js'
 import { parseMultipart, parseUrlEncoded } from './form.js'
 import { kFormat, markFormat } from './negotiate.js'
@@ -22,6 +22,19 @@ export interface ResponseFormats {
 const bodySchemaOf = (request: FastifyRequest) => request.routeOptions.schema?.body as JsonSchema | undefined
 
 const utf8 = new Set(['utf-8', 'utf8', 'us-ascii'])
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/**
+ * A body's text, or a 400 when its bytes are not UTF-8: never U+FFFD in place of what was sent
+ * (Buffer#toString, Fastify's `parseAs: 'string'`, would put one there silently).
+ */
+export function decodeBody (body: Buffer): string {
+  try {
+    return strictUtf8.decode(body)
+  } catch {
+    throw new BodyMalformedError('it is not valid UTF-8')
+  }
+}
 
 /**
  * Bodies are decoded as UTF-8 (JSON: RFC 8259 §8.1) whatever the charset says: a Content-Type
@@ -38,12 +51,12 @@ export function installFormats (app: FastifyInstance, models: readonly ResourceM
   app.addHook('onRoute', function checkBodyCharset (route: RouteOptions) {
     if (mayHaveBody(route)) addRouteHook(route, 'onRequest', checkCharset)
   })
-  // parseAs 'string' holds XML and urlencoded bodies to bodyLimit (413) like JSON.
-  app.addContentTypeParser('application/xml', { parseAs: 'string' }, async function parseXmlBody (request: FastifyRequest, body: string | Buffer) {
-    return parseXml(body as string, bodySchemaOf(request))
+  // parseAs holds XML and urlencoded bodies to bodyLimit (413) like JSON.
+  app.addContentTypeParser('application/xml', { parseAs: 'buffer' }, async function parseXmlBody (request: FastifyRequest, body: string | Buffer) {
+    return parseXml(decodeBody(body as Buffer), bodySchemaOf(request))
   })
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, async function parseFormBody (request: FastifyRequest, body: string | Buffer) {
-    return coerceBody(parseUrlEncoded(body as string), bodySchemaOf(request), true)
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, async function parseFormBody (request: FastifyRequest, body: string | Buffer) {
+    return coerceBody(parseUrlEncoded(decodeBody(body as Buffer)), bodySchemaOf(request), true)
   })
   app.addContentTypeParser('multipart/form-data', async function parseMultipartBody (request: FastifyRequest, payload: NodeJS.ReadableStream) {
     return coerceBody(await parseMultipart(request, payload), bodySchemaOf(request), true)
