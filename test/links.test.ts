@@ -98,19 +98,19 @@ t.test('special characters in filter values survive a round trip through links',
   }
 })
 
-t.test('a simple-filter value holding U+0000 stays one value in every link', async t => {
+t.test('a simple-filter value holding a control character stays one value in every link', async t => {
   const app = await buildApp(t)
   const { author } = await seedMany(app, 0)
-  // No store keeps NUL (a body holding it is a 400), so nothing matches 'A\u0000B'; but 'A' and
-  // 'B' would, if a link split the value in two.
+  // No book is titled 'A\u0001B', so nothing matches; but 'A' and 'B' would, if a link split the
+  // value in two. (NUL itself is refused: no store keeps it.)
   for (const title of ['A', 'B']) {
     t.equal((await app.inject({ method: 'POST', url: '/v1/books', payload: { title, authorId: author.id } })).statusCode, 201)
   }
   for (const paging of ['', '&offset=0', '&pageOffset=2']) {
-    const seen = await crawl(t, app, [`/v1/books?title=A%00B&pageSize=1${paging}`])
+    const seen = await crawl(t, app, [`/v1/books?title=A%01B&pageSize=1${paging}`])
     t.ok(seen.size > 0)
     for (const href of seen) {
-      t.equal(new URL(href, 'http://localhost').searchParams.getAll('title').join(), 'A\u0000B', href)
+      t.equal(new URL(href, 'http://localhost').searchParams.getAll('title').join(), 'A\u0001B', href)
       const res = await get(app, href)
       t.same({ status: res.statusCode, books: res.json().data.books }, { status: 200, books: [] }, href)
     }

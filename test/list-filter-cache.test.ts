@@ -41,12 +41,15 @@ t.test('a value holding U+0001 does not answer for the same field given twice', 
   await titles(t, app, 'title=C%01d', [])
 })
 
+// No stored text holds U+0000, so a value with one is refused, naming it (list-query.ts comparable).
+const nul = [{ name: 'title', reason: 'cannot contain the NUL character, which no stored text holds' }]
+
 t.test('a value holding U+0000 does not answer for two simple filters', async t => {
   const app = await fixture(t)
-  await titles(t, app, 'title=B%00year=null', [])
+  await rejects(t, app, 'title=B%00year=null', nul)
   await titles(t, app, 'title=B&year=null', ['B'])
-  await titles(t, app, 'title=B%00year=null', [])
-  await titles(t, app, 'title=A%00year=2000', [])
+  await rejects(t, app, 'title=B%00year=null', nul)
+  await rejects(t, app, 'title=A%00year=2000', nul)
   await titles(t, app, 'title=A&year=2000', ['A'])
 })
 
@@ -58,19 +61,19 @@ t.test('an empty filter= stays a syntax error after the same simple filter alone
   await titles(t, app, 'title=A', ['A'])
 })
 
-t.test('U+0000 inside filter= stays a syntax error after the query it would split into was served', async t => {
+t.test('U+0000 inside filter= stays an error after the query it would split into was served', async t => {
   const app = await fixture(t)
   await titles(t, app, `filter=${encodeURIComponent('year eq 2000')}&title=A&available=true`, ['A'])
   await rejects(t, app, `filter=${encodeURIComponent('year eq 2000\u0000available=true')}&title=A`, [
-    { name: 'filter', reason: /unexpected character/ }
+    { name: 'filter', reason: /NUL/ }
   ])
 })
 
-t.test('U+0000 inside a boolean value stays a type error after the query it would split into was served', async t => {
+t.test('U+0000 inside a boolean value stays an error after the query it would split into was served', async t => {
   const app = await fixture(t)
   await titles(t, app, 'available=true&title=A&year=2000', ['A'])
   await rejects(t, app, 'available=true%00title=A&year=2000', [
-    { name: 'available', reason: "'true\u0000title=A' is not 'true' or 'false'" }
+    { name: 'available', reason: /NUL/ }
   ])
   await titles(t, app, 'available=true&title=A&year=2000', ['A'])
 })
@@ -81,12 +84,12 @@ t.test('a missing filter and an empty one are different requests in either order
   await titles(t, app, 'title=A', ['A'])
 })
 
-t.test('on PGlite, a value the database refuses does not make the query it would split into fail', async t => {
+t.test('on PGlite, a refused value does not make the query it would split into fail', async t => {
   const db = await openPglite()
   t.teardown(() => db.close())
   const app = await fixture(t, await pgliteStore({ db, schema: 'filter_cache' }))
-  // PostgreSQL text cannot hold U+0000: that request alone is refused, naming what it sent.
-  await rejects(t, app, 'title=A%00year=2000', [{ name: 'filter', reason: 'a value is outside what the database can compare' }])
+  // That request alone is refused, naming what it sent, as on the memory store.
+  await rejects(t, app, 'title=A%00year=2000', nul)
   await titles(t, app, 'title=A&year=2000', ['A'])
   await titles(t, app, 'title=C%01d', [])
   await titles(t, app, 'title=C&title=d', ['C', 'd'])

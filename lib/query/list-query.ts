@@ -162,7 +162,8 @@ function splitList (text: string): string[] {
 
 function parseSort (model: ResourceModel, text: string | undefined, problems: InvalidParam[]): SortKey[] {
   const keys: SortKey[] = []
-  for (const expression of text === undefined || text === '' ? [] : splitList(text)) {
+  // `sort=` names nothing: refused like `fields=`, rather than read as the default order.
+  for (const expression of text === undefined ? [] : splitList(text)) {
     const descending = expression.startsWith('-')
     const name = descending || expression.startsWith('+') ? expression.slice(1) : expression
     const field = model.fields.get(name)
