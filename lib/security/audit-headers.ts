@@ -45,9 +45,10 @@ function consentOf (text: string): AuditValues['consent'] | undefined {
 }
 
 /** Before the body is read (security/index.ts): 400 naming each bad header; the decoded values on `request.audit`. */
-export function checkAuditHeaders (request: FastifyRequest) {
+export function checkAuditHeaders (request: FastifyRequest, earlier: readonly InvalidParam[] = []) {
   let audit: AuditValues | null = null
-  const invalid: InvalidParam[] = []
+  // With the other headers' problems (Date), so that one 400 names them all.
+  const invalid: InvalidParam[] = [...earlier]
   for (const [name, lower, key] of lowerCase) {
     const value = request.headers[lower]
     if (value === undefined) continue

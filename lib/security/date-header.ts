@@ -2,7 +2,7 @@
 // must be an RFC 5322 date-time (IMF-fixdate is one) or one of the obsolete HTTP-date forms a
 // recipient must still accept (RFC 9110 §5.6.7), else 400 naming Date.
 import type { FastifyRequest } from 'fastify'
-import { HeaderInvalidError, withInvalidParams } from '../errors.js'
+import type { InvalidParam } from '../errors.js'
 
 const months = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
 const days = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']
@@ -59,10 +59,9 @@ export function parseRequestDate (text: string): Date | null {
   return null
 }
 
-/** Before the body is read (security/index.ts): a present Date that does not parse is 400 naming Date. */
-export function checkDateHeader (request: FastifyRequest) {
+/** Checked before the body is read (security/index.ts): a present Date that does not parse, as an invalid param naming Date. */
+export function dateHeaderProblem (request: FastifyRequest): InvalidParam | undefined {
   const date = request.headers.date
-  if (date !== undefined && parseRequestDate(date) === null) {
-    throw withInvalidParams(new HeaderInvalidError(), [{ name: 'Date', reason: 'must be an RFC 5322 date such as Sun, 06 Nov 1994 08:49:37 GMT' }])
-  }
+  if (date !== undefined && parseRequestDate(date) === null) return { name: 'Date', reason: 'must be an RFC 5322 date such as Sun, 06 Nov 1994 08:49:37 GMT' }
+  return undefined
 }

@@ -12,7 +12,7 @@ import { checkAuditHeaders, logAuditedWrite, writeMethods } from './audit-header
 import type { AuditValues } from './audit-headers.js'
 import { createCorsCheck, registerPreflightRoute } from './cors.js'
 import type { MethodsOf } from './cors.js'
-import { checkDateHeader } from './date-header.js'
+import { dateHeaderProblem } from './date-header.js'
 import { addRouteHook } from '../route-hooks.js'
 import { edgeHook, isPromise } from './edge.js'
 import type { EdgeStep } from './edge.js'
@@ -130,8 +130,8 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
   // preParsing runs after every onRequest hook, the routes' 415 check included.
   app.addHook('preParsing', function checkRequestHeaders (request, _reply, payload, done) {
     try {
-      checkDateHeader(request)
-      checkAuditHeaders(request)
+      const date = dateHeaderProblem(request)
+      checkAuditHeaders(request, date === undefined ? [] : [date])
     } catch (error) {
       return done(error as Error)
     }
