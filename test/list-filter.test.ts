@@ -196,7 +196,6 @@ t.test('unknown fields and type mismatches are 400 naming filter', async t => {
     ["publisher/name eq 'x'", /unknown relation 'publisher'/],
     ["author/books/title eq 'x'", /too deep/],
     ["year eq 'old'", /'year' is an integer and cannot be compared with 'old'/],
-    ['year eq 1961.5', /'year' is an integer/],
     ['available eq 1', /'available' is a boolean/],
     ['title eq 3', /'title' is a string/],
     ['year eq title', /cannot be compared with 'title'/],

@@ -392,6 +392,10 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       ['year eq 2001', ['b01', 'b04', 'b10']],
       ['2000 lt year', ['b01', 'b04', 'b06', 'b08', 'b10']],
       ['year lt 100000000000000000000', except('b02', 'b07')],
+      ['year gt 2000.5', ['b01', 'b04', 'b06', 'b08', 'b10']],
+      ['year le 2000.5', ['b03', 'b05', 'b09']],
+      ['year eq 2001.5', []],
+      ['year ne 2001.5', all], // ne includes nulls (OData)
       ['rating ge 4.5', ['b01', 'b06', 'b08']],
       ['rating lt 0', ['b09']],
       ['rating eq 3', ['b03', 'b10']],
@@ -459,6 +463,7 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       ['year in (1999, 2010)', ['b03', 'b06', 'b08', 'b09']],
       ['year in (2001, null)', ['b01', 'b02', 'b04', 'b07', 'b10']],
       ['year in (null)', ['b02', 'b07']],
+      ['year in (1999.5, 2010, 2001.0)', ['b01', 'b04', 'b06', 'b08', 'b10']],
       ['not (year in (null))', except('b02', 'b07')],
       ['not (year in (1999, null))', ['b01', 'b04', 'b05', 'b06', 'b08', 'b10']],
       ['not (year in (1999, 2010))', ['b01', 'b02', 'b04', 'b05', 'b07', 'b10']],

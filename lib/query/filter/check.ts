@@ -106,13 +106,11 @@ function comparable (a: FieldType, b: FieldType): boolean {
 function coerce (literal: Literal, type: FieldType, subject: Operand): Literal {
   if (literal.type === 'null') return literal
   switch (type) {
-    case 'integer':
-      if (literal.type === 'number' && Number.isInteger(literal.value)) return literal
-      break
     case 'string':
+    case 'integer': // with any number: `year gt 1960.5` means what it says
     case 'number':
     case 'boolean':
-      if (literal.type === type) return literal
+      if (literal.type === type || (type === 'integer' && literal.type === 'number')) return literal
       break
     case 'date':
     case 'datetime': {
