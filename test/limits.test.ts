@@ -22,6 +22,25 @@ t.test('a query string over maxQueryLength is 414 problem+json; at the limit it 
   t.equal((await app.inject({ url: `/v1/books/${'x'.repeat(60)}` })).statusCode, 404, 'the path does not count')
 })
 
+t.test('a malformed or non-UTF-8 percent-escape in the query is a 400 naming its parameter, never read as literal text', async t => {
+  const app = await buildApp(t)
+  const reason = 'holds a percent-escape that is malformed or not UTF-8'
+  for (const [url, name] of [
+    ['/v1/books?title=%FF', 'title'],
+    ['/v1/books?fields=title%FF', 'fields'],
+    ['/v1/books?filter=title%20eq%20%27%FF%27', 'filter'],
+    ['/v1/books?pageSize=1&title=%E0%A4%A', 'title'],
+    ['/v1/books?%ZZ=1', '%ZZ'],
+    ['/v1/books/some-id?fields=%', 'fields']
+  ]) {
+    const res = await app.inject({ url })
+    t.same({ status: res.statusCode, type: res.json().type, invalidParams: res.json().invalidParams }, { status: 400, type: '/v1/problems/bad-url', invalidParams: [{ name, reason }] }, url)
+  }
+  for (const url of ['/v1/books?title=100%25', '/v1/books?title=%C3%89t%C3%A9+x', '/v1/books?filter=year%20gt%201']) {
+    t.equal((await app.inject({ url })).statusCode, 200, url)
+  }
+})
+
 t.test('the default maxQueryLength is 4096', async t => {
   const app = await buildApp(t)
   t.equal((await app.inject({ url: `/v1/books?title=${'x'.repeat(4090)}` })).statusCode, 200)

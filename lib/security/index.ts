@@ -17,7 +17,7 @@ import { addRouteHook } from '../route-hooks.js'
 import { edgeHook, isPromise } from './edge.js'
 import type { EdgeStep } from './edge.js'
 import { createHeaderHooks } from './headers.js'
-import { expectationCheck, queryLengthCheck, routeUnmetExpectations } from './limits.js'
+import { expectationCheck, queryStringCheck, routeUnmetExpectations } from './limits.js'
 import { addressKey, createRateLimiter } from './rate-limit.js'
 import type { RateLimiter } from './rate-limit.js'
 import { stampRequestId } from './request-id.js'
@@ -118,7 +118,7 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
     headers.setFixedHeaders,
     stampRequestId,
     createCorsCheck(options.cors, options.auth?.apiKey !== undefined, methodsOf),
-    queryLengthCheck(options.maxQueryLength),
+    queryStringCheck(options.maxQueryLength),
     expectationCheck,
     admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit)),
     negotiate

@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { BadUrlError, ExpectationFailedError, NotFoundError, OptionsInvalidError, UriTooLongError } from '../errors.js'
+import { BadUrlError, ExpectationFailedError, NotFoundError, OptionsInvalidError, UriTooLongError, withInvalidParams } from '../errors.js'
 import { problemMediaType, problemSlug } from '../problem.js'
 import { securityHeaders } from './headers.js'
 import { stampRequestId } from './request-id.js'
@@ -17,11 +17,38 @@ export function positiveInteger (value: unknown, name: string): number | undefin
   return value
 }
 
-/** A step of the request edge: 414 when the query string is longer than `max` characters. */
-export function queryLengthCheck (max: number) {
-  return function checkQueryLength (request: FastifyRequest) {
+/**
+ * A step of the request edge: 414 when the query string is longer than `max` characters, and 400
+ * naming the parameter when a percent-escape in it is malformed or not UTF-8 (`%FF`, `%E0%A4%A`):
+ * Fastify's query parser would keep such text as it is, and `title=%FF` would look for "%FF".
+ */
+export function queryStringCheck (max: number) {
+  return function checkQueryString (request: FastifyRequest) {
     const question = request.url.indexOf('?')
-    if (question !== -1 && request.url.length - question - 1 > max) throw new UriTooLongError(max)
+    if (question === -1) return
+    if (request.url.length - question - 1 > max) throw new UriTooLongError(max)
+    const query = request.url.slice(question + 1)
+    if (query.includes('%')) checkEscapes(query)
+  }
+}
+
+function checkEscapes (query: string) {
+  for (const part of query.split('&')) {
+    if (!part.includes('%')) continue
+    try {
+      decodeURIComponent(part)
+    } catch {
+      const name = part.split('=', 1)[0]
+      throw withInvalidParams(new BadUrlError(), [{ name: decodesTo(name) ?? name, reason: 'holds a percent-escape that is malformed or not UTF-8' }])
+    }
+  }
+}
+
+function decodesTo (text: string): string | undefined {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '))
+  } catch {
+    return undefined
   }
 }
 
