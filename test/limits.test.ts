@@ -293,3 +293,17 @@ t.test('/health checks Origin like the API: a disallowed one is 403, an allowed 
   t.match(evil.json(), { status: 403, type: '/v1/problems/forbidden' })
   t.equal((await app.inject({ url: '/health', headers: { origin: 'http://localhost:8080' } })).statusCode, 200)
 })
+
+t.test('an HTTP/1.1 request without Host is a 400 problem naming Host, in the API and outside it, not Node\'s bare 400', async t => {
+  const app = await demoApp(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  for (const path of ['/v1/books', '/health']) {
+    const res = parse(await rawExchange(port, `GET ${path} HTTP/1.1\r\nAuthorization: Bearer dev-token\r\nConnection: close\r\n\r\n`))
+    t.equal(res.status, 400, path)
+    t.match(res.headers, { 'content-type': /^application\/problem\+json/, 'x-frame-options': 'DENY', 'request-id': /./ }, path)
+    t.same(res.body.invalidParams, [{ name: 'Host', reason: 'is required in HTTP/1.1 (RFC 9112 §3.2)' }], path)
+  }
+  // HTTP/1.0 has no Host requirement.
+  t.match(await rawExchange(port, 'GET /health HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 OK\r\n/)
+})

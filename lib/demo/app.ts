@@ -8,6 +8,7 @@ import { installProblemHandlers } from '../problem.js'
 import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, errors, genReqId, secretTable } from '../index.js'
 import { securityHeaders } from '../security/headers.js'
 import { stampRequestId } from '../security/request-id.js'
+import { protocolCheck } from '../security/limits.js'
 import type { ApiConventionsOptions } from '../index.js'
 import { demoResources } from '../../schemas/index.js'
 import { ConfigError } from './config.js'
@@ -44,8 +45,8 @@ export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<Ap
 
 /**
  * /health and every path outside /v1 get what the plugin gives its own routes: the security
- * headers, a Request-Id, the Origin check (403), and problem+json errors (unknown paths 404, other
- * methods on /health 405). A scope of its own, so none of it runs twice on the API's routes.
+ * headers, a Request-Id, the Origin check (403), the Host check (400), and problem+json errors
+ * (unknown paths 404, other methods on /health 405). A scope of its own, so none of it runs twice on the API's routes.
  */
 function outsideTheApi (allowedOrigins: readonly string[]) {
   const allowed = new Set(allowedOrigins)
@@ -56,6 +57,11 @@ function outsideTheApi (allowedOrigins: readonly string[]) {
       stampRequestId(request, reply)
       const origin = request.headers.origin
       if (origin !== undefined && !allowed.has(origin)) return done(new errors.ForbiddenError('The Origin of this request is not allowed.'))
+      try {
+        protocolCheck(request)
+      } catch (error) {
+        return done(error as Error)
+      }
       done()
     })
     // Before /health is added: a route keeps the error handler in force when it is added.
@@ -82,7 +88,8 @@ export async function buildDemoApp (config: DemoConfig, serverOptions: FastifySe
     clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }),
     frameworkErrors: createFrameworkErrorHandler({ prefix: '/v1' }),
     // Five audit headers of up to 8 KB each must fit: Node's default allows 16 KB of headers in all.
-    http: { maxHeaderSize: 65536 },
+    // Node would answer an HTTP/1.1 request without Host with a bare 400; the plugin answers a problem.
+    http: { maxHeaderSize: 65536, requireHostHeader: false },
     ...serverOptions
   })
   const store = await createDemoStore(config, app.log)

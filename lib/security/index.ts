@@ -17,7 +17,7 @@ import { addRouteHook } from '../route-hooks.js'
 import { edgeHook, isPromise } from './edge.js'
 import type { EdgeStep } from './edge.js'
 import { createHeaderHooks } from './headers.js'
-import { expectationCheck, queryStringCheck, routeUnmetExpectations } from './limits.js'
+import { protocolCheck, queryStringCheck, routeUnmetExpectations } from './limits.js'
 import { addressKey, createRateLimiter } from './rate-limit.js'
 import type { RateLimiter } from './rate-limit.js'
 import { stampRequestId } from './request-id.js'
@@ -119,7 +119,7 @@ export function registerSecurity (app: FastifyInstance, options: ResolvedOptions
     stampRequestId,
     createCorsCheck(options.cors, options.auth?.apiKey !== undefined, methodsOf),
     queryStringCheck(options.maxQueryLength),
-    expectationCheck,
+    protocolCheck,
     admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit)),
     negotiate
   ]

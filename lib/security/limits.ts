@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { BadUrlError, ExpectationFailedError, NotFoundError, OptionsInvalidError, UriTooLongError, withInvalidParams } from '../errors.js'
+import { BadUrlError, ExpectationFailedError, HeaderInvalidError, NotFoundError, OptionsInvalidError, UriTooLongError, withInvalidParams } from '../errors.js'
 import { problemMediaType, problemSlug } from '../problem.js'
 import { securityHeaders } from './headers.js'
 import { stampRequestId } from './request-id.js'
@@ -83,9 +83,15 @@ export function routeUnmetExpectations (server: Server, prefix: string) {
   })
 }
 
-/** A step of the request edge: 417 problem for a request `routeUnmetExpectations` marked. */
-export function expectationCheck (request: FastifyRequest) {
-  if ((request.raw as { [kUnmetExpectation]?: true })[kUnmetExpectation] === true) throw new ExpectationFailedError()
+/**
+ * A step of the request edge, for what HTTP/1.1 itself requires: 417 problem for a request
+ * `routeUnmetExpectations` marked, and 400 naming Host for a request without one (RFC 9112 §3.2),
+ * which reaches the app when the host turns off Node's own bare 400 (`http: { requireHostHeader: false }`).
+ */
+export function protocolCheck (request: FastifyRequest) {
+  const raw = request.raw as IncomingMessage & { [kUnmetExpectation]?: true }
+  if (raw[kUnmetExpectation] === true) throw new ExpectationFailedError()
+  if (raw.headers.host === undefined && raw.httpVersion === '1.1') throw withInvalidParams(new HeaderInvalidError(), [{ name: 'Host', reason: 'is required in HTTP/1.1 (RFC 9112 §3.2)' }])
 }
 
 const socketErrors: Readonly<Record<string, readonly [number, string, string]>> = {
