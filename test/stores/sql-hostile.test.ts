@@ -90,11 +90,6 @@ function hostileSuite (t: Tap, open: OpenStore): void {
     for (const url of urls) {
       const [expected, actual] = await Promise.all([memoryApp.inject({ url }), sqlApp.inject({ url })])
       t.ok(actual.statusCode < 500, `${url.slice(0, 120)} is not a 5xx (${actual.statusCode})`)
-      if (url.includes('%00')) {
-        // PostgreSQL text cannot hold NUL: nothing stored has one, and a filter asking for one is refused.
-        t.ok([400, 404].includes(actual.statusCode) || actual.json().data.books?.length === 0, 'NUL never matches')
-        continue
-      }
       t.equal(actual.statusCode, expected.statusCode, url.slice(0, 120))
       t.same(view(actual.json()), view(expected.json()), url.slice(0, 120))
       if (Array.isArray(view(expected.json())) && (view(expected.json()) as unknown[]).length > 0) matched++
@@ -178,6 +173,9 @@ function hostileSuite (t: Tap, open: OpenStore): void {
     await t.rejects(store.create(books, { ...book, meta: deep }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'meta', reason: /NUL/ }] }, 'NUL 200,000 levels deep')
     await t.rejects(store.create(authors, { id: 'y0', name: 'Y', born: '0000-01-01', country: null }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'born' }] }, 'year 0 exists in ISO 8601, not in PostgreSQL')
     t.same((await store.list(books, listQuery(books))).items, [])
+    // The HTTP layer refuses NUL in a filter before the store; a direct caller's reaches PostgreSQL,
+    // which cannot compare it: a 400 naming the filter, not a 500.
+    await t.rejects(store.list(books, listQuery(books, { filter: "title eq 'nul\u0000'" })), { statusCode: 400, code: 'API_ERR_QUERY_INVALID', invalidParams: [{ name: 'filter' }] })
     const kept = await store.create(books, { ...book, meta: { '😀': ['\ud83d\ude00', 'ok'] } })
     t.same(kept.data.meta, { '😀': ['😀', 'ok'] }, 'paired surrogates in JSON are kept')
   })
