@@ -128,18 +128,23 @@ t.test('QUERY CAPABILITIES on a collection lists its methods in Allow and in the
   t.same(res.json(), { data: { methods: ['GET', 'HEAD', 'POST', 'OPTIONS'] } })
 })
 
-t.test('QUERY CAPABILITIES on a resource lists its methods in Allow and in the body', async t => {
+t.test('QUERY CAPABILITIES on a resource lists its methods in Allow and in the body; an unknown id is 404', async t => {
   const app = await buildApp(t)
-  const res = await app.inject({ method: 'OPTIONS', url: '/v1/books/any-id' })
+  const { books } = await seed(app)
+  const res = await app.inject({ method: 'OPTIONS', url: `/v1/books/${books[0].id}` })
   t.equal(res.statusCode, 200)
   t.equal(res.headers.allow, 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS')
   t.same(res.json(), { data: { methods: ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] } })
+  const missing = await app.inject({ method: 'OPTIONS', url: '/v1/books/any-id' })
+  t.same({ status: missing.statusCode, detail: missing.json().detail }, { status: 404, detail: 'book any-id was not found.' })
 })
 
-t.test('QUERY CAPABILITIES on a nested collection lists its read-only methods', async t => {
+t.test('QUERY CAPABILITIES on a nested collection lists its read-only methods; an unknown parent is 404', async t => {
   const app = await buildApp(t)
-  const res = await app.inject({ method: 'OPTIONS', url: '/v1/authors/any-id/books' })
+  const { authors } = await seed(app)
+  const res = await app.inject({ method: 'OPTIONS', url: `/v1/authors/${authors[0].id}/books` })
   t.same({ status: res.statusCode, allow: res.headers.allow, body: res.json() }, { status: 200, allow: 'GET, HEAD, OPTIONS', body: { data: { methods: ['GET', 'HEAD', 'OPTIONS'] } } })
+  t.equal((await app.inject({ method: 'OPTIONS', url: '/v1/authors/any-id/books' })).statusCode, 404)
 })
 
 for (const [method, payload] of [['GET', undefined], ['PUT', { title: 'x', authorId: 'y' }], ['PATCH', { title: 'x' }], ['DELETE', undefined]] as const) {

@@ -73,7 +73,7 @@ function registerNestedList (app: FastifyInstance, parent: ResourceModel, relati
     const scope: FilterNode = { kind: 'compare', op: 'eq', left: { kind: 'field', path: [relation.field] }, right: { kind: 'literal', type: 'string', value: id } }
     return listPage(context, child, base, parsed, scope)
   })
-  app.options(path, { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], methods, schemaOptionsFor(context, child)) }, capabilitiesHandler(methods))
+  app.options(path, { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], methods, schemaOptionsFor(context, child)) }, capabilitiesHandler(methods, parent))
   context.allow(path, methods)
 }
 

@@ -164,7 +164,7 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
   }
 
   methods.push('OPTIONS')
-  app.options(path, { schema: capabilitiesRouteSchema(model, [model.singular], methods, schemaOptions) }, capabilitiesHandler(methods))
+  app.options(path, { schema: capabilitiesRouteSchema(model, [model.singular], methods, schemaOptions) }, capabilitiesHandler(methods, model))
   context.allow(path, methods)
 }
 

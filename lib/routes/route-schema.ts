@@ -446,7 +446,9 @@ const preflight = {
 /** QUERY CAPABILITIES of one path; `subject` names it in the operationId: ['book'] → `bookCapabilities`. */
 export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly string[], methods: readonly string[], options: SchemaOptions) {
   const which = pascal(subject.join('-'))
-  const what = subject.length === 2 ? `${a(subject[0])}'s ${subject[1]}` : subject[0] === model.singular ? a(model.singular) : model.name
+  // An item's path, or a nested collection's, names a record of `model`, which must exist.
+  const namesRecord = subject.length === 2 || subject[0] === model.singular
+  const what = subject.length === 2 ? `${a(subject[0])}'s ${subject[1]}` : namesRecord ? a(model.singular) : model.name
   return {
     ...tagged(model, options, `${which.charAt(0).toLowerCase()}${which.slice(1)}Capabilities`, `Query capabilities of ${what}`,
       'QUERY CAPABILITIES: the methods this path allows, in Allow and in the body. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.'),
@@ -462,7 +464,7 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
       },
       ...(options.corsPreflight ? { 204: preflight } : {}),
       // OPTIONS may carry a body, which is parsed (415, 413) though unused.
-      ...problems(options, [400, 413, 415])
+      ...(namesRecord ? problems(options, [400, 404, 413, 415], { 404: `no ${model.singular} with this ${model.idField}.` }) : problems(options, [400, 413, 415]))
     }
   }
 }

@@ -2,6 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import type { Fields } from '../stores/store.js'
+import { NotFoundError } from '../errors.js'
 
 /** Optional nullable fields left out are stored as null, so every store returns the same shape. */
 export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
@@ -32,12 +33,19 @@ export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Dat
   reply.header('etag', etag).header('last-modified', httpDate(modifiedAt))
 }
 
-/** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body. */
-export function capabilitiesHandler (methods: readonly string[]) {
+/** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a path naming a record of `owner`, 404 when there is none. */
+export function capabilitiesHandler (methods: readonly string[], owner?: ResourceModel) {
   const allow = methods.join(', ')
   const body = { data: { methods } }
-  return function queryCapabilities (_request: FastifyRequest, reply: FastifyReply) {
+  function queryCapabilities (_request: FastifyRequest, reply: FastifyReply) {
     reply.header('allow', allow)
     return reply.send(body)
+  }
+  if (owner === undefined) return queryCapabilities
+  // On an item's path (or a nested collection's), the record it names must exist, as for GET.
+  return async function queryRecordCapabilities (request: FastifyRequest, reply: FastifyReply) {
+    const { id } = request.params as { id: string }
+    if (await owner.store.get(owner, id) === null) throw new NotFoundError(`${owner.singular} ${id}`)
+    return queryCapabilities(request, reply)
   }
 }
