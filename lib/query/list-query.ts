@@ -220,9 +220,12 @@ function simpleFilters (model: ResourceModel, raw: RawQuery, problems: InvalidPa
   const filters: Array<[string, string[]]> = []
   for (const [name, value] of Object.entries(raw)) {
     if (reserved.has(name) || value === undefined) continue
+    if (resolveField(model, name) === undefined) {
+      problems.push({ name, reason: 'unknown query parameter or field' })
+      continue
+    }
     const values = (Array.isArray(value) ? value : [value]).map(one => comparable(one, name, problems))
-    if (resolveField(model, name) === undefined) problems.push({ name, reason: 'unknown query parameter or field' })
-    else if (!values.includes(undefined)) filters.push([name, values as string[]])
+    if (!values.includes(undefined)) filters.push([name, values as string[]])
   }
   return filters.sort(([a], [b]) => a < b ? -1 : 1)
 }

@@ -58,7 +58,7 @@ const kPluginPrefixes = Symbol('prefixes of the plugin instances on this server'
 /**
  * Node answers a request whose `Expect` names anything but 100-continue with a bare 417 of its own:
  * no body, none of the security headers, no Request-Id. Requests under the plugin's `prefix` are
- * handed to the app instead, marked, and `expectationCheck` refuses them like any other refusal
+ * handed to the app instead, marked, and `protocolCheck` refuses them like any other refusal
  * (RFC 9110 §10.1.1); the host's other routes keep Node's answer. One listener per server, for every
  * instance of the plugin on it, and none where the host has its own, before or after this one.
  */
