@@ -124,18 +124,25 @@ export function responseSchema (model: ResourceModel, refOf: (model: ResourceMod
   return { type: 'object', properties, required: [...model.mandatory], additionalProperties: false }
 }
 
-const linkSchema: JsonSchema = {
-  type: 'object',
-  properties: { rel: { type: 'string' }, href: { type: 'string' } },
-  required: ['rel', 'href'],
-  // Links to related resources carry a member naming their parent (spec "Link object").
-  additionalProperties: { type: 'string' }
+/**
+ * Links to related resources (`include`) carry a member naming the record they belong to, keyed by
+ * its resource's singular (spec "Link object"): `{ rel: 'author', href, book: '<id>' }`. Named, not
+ * left to additionalProperties, which the serializer would look for on every link with a key loop.
+ */
+function linkOf (model: ResourceModel): JsonSchema {
+  return {
+    type: 'object',
+    properties: { rel: { type: 'string' }, href: { type: 'string' }, [model.singular]: { type: 'string' } },
+    required: ['rel', 'href'],
+    additionalProperties: false
+  }
 }
 
-export function linksSchema (format: EnvelopeOptions['links']): JsonSchema {
-  if (format === 'array') return { type: 'array', items: linkSchema }
+export function linksSchema (format: EnvelopeOptions['links'], model: ResourceModel): JsonSchema {
+  const link = linkOf(model)
+  if (format === 'array') return { type: 'array', items: link }
   // Keyed by relation: navigation rels hold one link, relation names an array of them.
-  return { type: 'object', additionalProperties: { anyOf: [linkSchema, { type: 'array', items: linkSchema }] } }
+  return { type: 'object', additionalProperties: { anyOf: [link, { type: 'array', items: link }] } }
 }
 
 export function singleEnvelopeSchema (model: ResourceModel, resourceRef: string, options: EnvelopeOptions): JsonSchema {
@@ -143,7 +150,7 @@ export function singleEnvelopeSchema (model: ResourceModel, resourceRef: string,
   const data = options.singleResource === 'nested'
     ? { type: 'object', properties: { [model.singular]: resource }, required: [model.singular] }
     : resource
-  return { type: 'object', properties: { data, links: linksSchema(options.links) }, required: ['data'] }
+  return { type: 'object', properties: { data, links: linksSchema(options.links, model) }, required: ['data'] }
 }
 
 const pagingNumbers = {
@@ -164,7 +171,7 @@ export function listEnvelopeSchema (model: ResourceModel, resourceRef: string, o
       properties: { [model.name]: { type: 'array', items: { $ref: resourceRef } }, pageSize: pagingNumbers.pageSize, pageOffset: pagingNumbers.pageOffset },
       required: [model.name, 'pageSize']
     },
-    links: linksSchema(options.links)
+    links: linksSchema(options.links, model)
   }
   if (options.totalAtRoot) properties.total = { type: 'integer', minimum: 0 }
   return { type: 'object', properties, required: ['meta', 'data', 'links'] }

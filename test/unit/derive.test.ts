@@ -157,15 +157,16 @@ t.test('relations appear in the response schema as embeddable resources', async 
   t.same(authorProperties.books, { type: 'array', items: { $ref: 'Book#' } })
 })
 
-t.test('links are an array of link objects or an object keyed by relation', async t => {
-  t.match(linksSchema('array'), { type: 'array', items: { type: 'object', required: ['rel', 'href'], additionalProperties: { type: 'string' } } })
-  t.match(linksSchema('object'), { type: 'object', additionalProperties: { anyOf: [{ required: ['rel', 'href'] }, { type: 'array' }] } })
+t.test('links are an array of link objects or an object keyed by relation; a link may name the record it belongs to', async t => {
+  const link = { type: 'object', properties: { rel: { type: 'string' }, href: { type: 'string' }, book: { type: 'string' } }, required: ['rel', 'href'], additionalProperties: false }
+  t.same(linksSchema('array', books), { type: 'array', items: link })
+  t.same(linksSchema('object', books), { type: 'object', additionalProperties: { anyOf: [link, { type: 'array', items: link }] } })
 })
 
 t.test('the single envelope nests the resource under its singular, or puts it in data', async t => {
   t.same(singleEnvelopeSchema(books, 'Book#', { singleResource: 'nested', links: 'array' }).properties, {
     data: { type: 'object', properties: { book: { $ref: 'Book#' } }, required: ['book'] },
-    links: linksSchema('array')
+    links: linksSchema('array', books)
   })
   t.same((singleEnvelopeSchema(books, 'Book#', { singleResource: 'flat', links: 'object' }).properties as Record<string, unknown>).data, { $ref: 'Book#' })
 })
