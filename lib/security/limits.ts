@@ -27,10 +27,12 @@ export function queryStringCheck (max: number) {
     const question = request.url.indexOf('?')
     if (question === -1) return
     if (request.url.length - question - 1 > max) throw new UriTooLongError(max)
-    const query = request.url.slice(question + 1)
-    if (query.includes('%')) checkEscapes(query)
+    if (nonAsciiOrMalformedEscape.test(request.url)) checkEscapes(request.url.slice(question + 1))
   }
 }
+
+// An escape of an ASCII byte (%00–%7F) always decodes; only the others need decoding to be checked.
+const nonAsciiOrMalformedEscape = /%(?![0-7][0-9A-Fa-f])/
 
 function checkEscapes (query: string) {
   for (const part of query.split('&')) {
