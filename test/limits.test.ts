@@ -177,6 +177,15 @@ t.test('two instances of the plugin on one server answer an unmet Expect once; t
   t.notOk(hostRouteRan, 'the host\'s route did not run')
 })
 
+t.test('a plugin registered without a prefix takes an unmet Expect on every path', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(apiConventions, { resources: demoResources(memoryStore()) })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  t.match(parse(await rawExchange(port, unmetExpectation('/books'))), { status: 417, headers: { 'x-content-type-options': 'nosniff' }, body: { type: '/problems/expectation-failed', invalidParams: [{ name: 'Expect' }] } })
+})
+
 for (const when of ['before', 'after'] as const) {
   t.test(`a checkExpectation listener the host adds ${when} registering the plugin is left in charge`, async t => {
     const host = Fastify()

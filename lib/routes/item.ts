@@ -95,8 +95,7 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
         modifiedAt = null
       }
       const etag = formatETag(record.version, variantTag(formatVariant(request, variant)))
-      if (modifiedAt === null) reply.header('etag', etag)
-      else writeHeaders(reply, etag, modifiedAt)
+      writeHeaders(reply, etag, modifiedAt)
       if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt }, true) === 'not-modified') {
         return reply.code(304).send()
       }

@@ -29,8 +29,10 @@ export function httpDate (date: Date): string {
   return text
 }
 
-export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Date) {
-  reply.header('etag', etag).header('last-modified', httpDate(modifiedAt))
+/** ETag, and Last-Modified unless the representation has no one modification time (null). */
+export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Date | null) {
+  reply.header('etag', etag)
+  if (modifiedAt !== null) reply.header('last-modified', httpDate(modifiedAt))
 }
 
 /** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a path naming a record of `owner`, 404 when there is none. */

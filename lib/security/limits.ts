@@ -36,13 +36,9 @@ const nonAsciiOrMalformedEscape = /%(?![0-7][0-9A-Fa-f])/
 
 function checkEscapes (query: string) {
   for (const part of query.split('&')) {
-    if (!part.includes('%')) continue
-    try {
-      decodeURIComponent(part)
-    } catch {
-      const name = part.split('=', 1)[0]
-      throw withInvalidParams(new BadUrlError(), [{ name: decodesTo(name) ?? name, reason: 'holds a percent-escape that is malformed or not UTF-8' }])
-    }
+    if (!part.includes('%') || decodesTo(part) !== undefined) continue
+    const name = part.split('=', 1)[0]
+    throw withInvalidParams(new BadUrlError(), [{ name: decodesTo(name) ?? name, reason: 'holds a percent-escape that is malformed or not UTF-8' }])
   }
 }
 
