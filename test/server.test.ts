@@ -161,7 +161,7 @@ t.test('the built demo', async t => {
     }
   })
 
-  t.test('serves each operation as the README\'s curl lines do, then stops on SIGTERM with exit 0', async t => {
+  t.test('serves each operation as the curl lines of docs/demo.md do, then stops on SIGTERM with exit 0', async t => {
     const { url, child, exited } = await startDemo(t)
     const health = await fetch(`${url}/health`)
     t.same({ status: health.status, body: await health.json() }, { status: 200, body: { status: 'ok' } })
