@@ -6,6 +6,8 @@ import { checkFilter, FilterTypeError } from './filter/check.js'
 import { isDate, isDateTime } from './filter/lexer.js'
 import { CursorError } from './cursor.js'
 import type { CursorCodec } from './cursor.js'
+import { itemParameterNames, largestCount, listParameterNames, queryParameters } from './parameters.js'
+import type { ParameterName } from './parameters.js'
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
 import type { ListQuery, SortKey } from '../stores/store.js'
 import { unstorableText } from '../stores/values.js'
@@ -42,12 +44,6 @@ export interface ListQueryContext {
   readonly defaultPaging: 'token' | 'offset'
 }
 
-const reserved = new Set(['fields', 'filter', 'sort', 'token', 'offset', 'pageOffset', 'page', 'pageSize', 'total', 'expand', 'include'])
-// Leading zeros are read as decimal (`007` is 7): nothing else could be meant.
-const digits = /^[0-9]+$/
-// Client-driven paging 3: any position is valid, one past the end gives an empty page; beyond
-// 2^53 - 1 a number no longer names one integer.
-const largestCount = Number.MAX_SAFE_INTEGER
 const filterCacheLimit = 500
 // A longer input is parsed each time rather than kept, so the cache holds at most
 // filterCacheLimit × filterKeyLimit characters of keys per resource.
@@ -58,30 +54,31 @@ const filterCache = new WeakMap<ResourceModel, Map<string, FilterNode>>()
 export function parseListQuery (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
   const problems: InvalidParam[] = []
   // Each reserved parameter is read once, so a repeated one is reported once.
-  const given: Partial<Record<string, string>> = {}
-  for (const name of reserved) {
+  const given: Partial<Record<ParameterName, string>> = {}
+  for (const name of listParameterNames as ReadonlySet<ParameterName>) {
     const value = raw[name]
     if (Array.isArray(value)) problems.push({ name, reason: 'must be given at most once' })
     else given[name] = value
   }
 
-  const pageSize = parseCount(given.pageSize, 'pageSize', problems, 0, model.maxPageSize) ?? model.defaultPageSize
-  const total = parseBoolean(given.total, problems)
-  const sort = parseSort(model, given.sort, problems)
-  const expand = parseRelations(model, given.expand, 'expand', problems)
-  const include = parseRelations(model, given.include, 'include', problems)
-  const fields = withRelationKeys(parseFields(model, given.fields, problems), [...expand, ...include])
+  const read = <N extends ParameterName>(name: N) => queryParameters[name].parse(model, given[name], problems) as ReturnType<typeof queryParameters[N]['parse']>
+  const pageSize = read('pageSize') ?? model.defaultPageSize
+  const total = read('total')
+  const sort = withTieBreaker(model, read('sort'))
+  const expand = read('expand')
+  const include = read('include')
+  const fields = withRelationKeys(read('fields'), [...expand, ...include])
   const simple = simpleFilters(model, raw, problems)
-  const filter = buildFilter(model, comparable(given.filter, 'filter', problems), simple, problems)
+  const filter = buildFilter(model, comparable(read('filter'), 'filter', problems), simple, problems)
 
   // `page` is the spec's alias of `pageOffset` (its link examples use it); naming both is ambiguous.
   const pageName = given.pageOffset !== undefined ? 'pageOffset' : 'page'
   if (given.pageOffset !== undefined && given.page !== undefined) problems.push({ name: 'page', reason: 'page is an alias of pageOffset; send one of them' })
-  const pageText = given.pageOffset ?? given.page
-  const pageOffset = parseCount(pageText, pageName, problems, 1)
-  const offsetValue = parseCount(given.offset, 'offset', problems, 0)
+  const pageText = given[pageName]
+  const pageOffset = read(pageName)
+  const offsetValue = read('offset')
   if (given.offset !== undefined && pageText !== undefined) problems.push({ name: pageName, reason: `offset and ${pageName} cannot be combined` })
-  const token = given.token
+  const token = read('token')
   if (token !== undefined && (given.offset !== undefined || pageText !== undefined)) problems.push({ name: 'token', reason: 'a token cannot be combined with offset or pageOffset' })
 
   const stableQuery = encodeStable([
@@ -134,50 +131,6 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   }
 }
 
-/** A count parameter; `maxPageSize` is the limit when given, else the largest safe integer. */
-function parseCount (text: string | undefined, name: string, problems: InvalidParam[], min: number, maxPageSize?: number): number | undefined {
-  if (text === undefined) return undefined
-  if (!digits.test(text)) {
-    problems.push({ name, reason: min === 0 ? 'must be a non-negative integer' : `must be an integer of at least ${min}` })
-    return undefined
-  }
-  const value = Number(text)
-  if (value < min) problems.push({ name, reason: `must be at least ${min}` })
-  else if (maxPageSize !== undefined && value > maxPageSize) problems.push({ name, reason: `must not exceed ${maxPageSize} (maxPageSize)` })
-  else if (value > largestCount) problems.push({ name, reason: `must not exceed ${largestCount} (2^53 - 1)` })
-  else return value
-  return undefined
-}
-
-function parseBoolean (text: string | undefined, problems: InvalidParam[]): boolean {
-  if (text === undefined || text === 'false') return false
-  if (text === 'true') return true
-  problems.push({ name: 'total', reason: "must be 'true' or 'false'" })
-  return false
-}
-
-function splitList (text: string): string[] {
-  return text.split(',').map(part => part.trim())
-}
-
-function parseSort (model: ResourceModel, text: string | undefined, problems: InvalidParam[]): SortKey[] {
-  const keys: SortKey[] = []
-  // `sort=` names nothing: refused like `fields=`, rather than read as the default order.
-  for (const expression of text === undefined ? [] : splitList(text)) {
-    const descending = expression.startsWith('-')
-    const name = descending || expression.startsWith('+') ? expression.slice(1) : expression
-    const field = model.fields.get(name)
-    if (field === undefined || field.type === 'json') {
-      problems.push({ name: 'sort', reason: field === undefined ? `unknown field '${name}'` : `'${name}' cannot be sorted` })
-    } else if (keys.some(key => key.field === name)) {
-      problems.push({ name: 'sort', reason: `'${name}' appears more than once` })
-    } else {
-      keys.push({ field: name, direction: descending ? 'desc' : 'asc' })
-    }
-  }
-  return withTieBreaker(model, keys)
-}
-
 /**
  * Paging stability 1: the id ends every order, making it total. Unless sorted on, it takes the
  * direction of the last key (ascending without one), so `sort=-rating` is the `(rating, id)`
@@ -188,38 +141,17 @@ export function withTieBreaker (model: ResourceModel, keys: readonly SortKey[]):
   return [...keys, { field: model.idField, direction: keys.at(-1)?.direction ?? 'asc' }]
 }
 
-function parseFields (model: ResourceModel, text: string | undefined, problems: InvalidParam[]): Set<string> | null {
-  if (text === undefined) return null
-  const selected = new Set(model.mandatory)
-  for (const name of splitList(text)) {
-    if (model.fields.has(name)) selected.add(name)
-    else problems.push({ name: 'fields', reason: `unknown field '${name}'` })
-  }
-  return selected
-}
-
 /** A projection keeps the foreign key of each expanded or included many-to-one relation: related data is looked up through it. */
 function withRelationKeys (fields: Set<string> | null, relations: readonly RelationModel[]): Set<string> | null {
   if (fields !== null) for (const relation of relations) if (relation.kind === 'one') fields.add(relation.field)
   return fields
 }
 
-function parseRelations (model: ResourceModel, text: string | undefined, name: 'expand' | 'include', problems: InvalidParam[]): RelationModel[] {
-  if (text === undefined) return []
-  const relations: RelationModel[] = []
-  for (const relationName of splitList(text)) {
-    const relation = model.relations.get(relationName)
-    if (relation === undefined) problems.push({ name, reason: `unknown relation '${relationName}'` })
-    else if (!relations.includes(relation)) relations.push(relation)
-  }
-  return relations
-}
-
 /** `?title=X&author.country=NZ`: each name a field or relation.field; repeated values mean any of them. */
 function simpleFilters (model: ResourceModel, raw: RawQuery, problems: InvalidParam[]): Array<[string, string[]]> {
   const filters: Array<[string, string[]]> = []
   for (const [name, value] of Object.entries(raw)) {
-    if (reserved.has(name) || value === undefined) continue
+    if (listParameterNames.has(name) || value === undefined) continue
     if (resolveField(model, name) === undefined) {
       problems.push({ name, reason: 'unknown query parameter or field' })
       continue
@@ -334,19 +266,17 @@ export interface ItemRequest {
   readonly variant: string
 }
 
-const itemParameters = new Set(['fields', 'expand', 'include'])
-
 /** RETRIEVE's query: `fields`, `expand`, `include`; anything else is 400 so typos never pass silently. */
 export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemRequest {
   const problems: InvalidParam[] = []
   for (const name of Object.keys(raw)) {
-    if (!itemParameters.has(name)) problems.push({ name, reason: 'unknown query parameter' })
+    if (!itemParameterNames.has(name)) problems.push({ name, reason: 'unknown query parameter' })
     else if (Array.isArray(raw[name])) problems.push({ name, reason: 'must be given at most once' })
   }
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
-  const expand = parseRelations(model, raw.expand as string | undefined, 'expand', problems)
-  const include = parseRelations(model, raw.include as string | undefined, 'include', problems)
-  const fields = withRelationKeys(parseFields(model, raw.fields as string | undefined, problems), [...expand, ...include])
+  const expand = queryParameters.expand.parse(model, raw.expand as string | undefined, problems)
+  const include = queryParameters.include.parse(model, raw.include as string | undefined, problems)
+  const fields = withRelationKeys(queryParameters.fields.parse(model, raw.fields as string | undefined, problems), [...expand, ...include])
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
   const variant = fields === null && expand.length === 0 && include.length === 0
     ? ''

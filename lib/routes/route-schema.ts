@@ -9,6 +9,7 @@ import type { JsonSchema } from '../registry/derive.js'
 import type { ResolvedOptions } from '../options.js'
 import { problemTypes, produced } from '../formats/negotiate.js'
 import { maxAuditHeaderLength } from '../security/audit-headers.js'
+import { listParameterNames, parameterSchemas } from '../query/parameters.js'
 import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
 
@@ -173,25 +174,6 @@ function problems (options: SchemaOptions, statuses: readonly number[], refine: 
   return responses
 }
 
-/** `fields=a,b` and friends: comma-separated, each value from a known list (OpenAPI style form, explode false). */
-const commaList = (values: readonly string[], description: string): JsonSchema =>
-  ({ type: 'array', items: { type: 'string', enum: values }, uniqueItems: true, description })
-
-function fieldsParameter (model: ResourceModel): JsonSchema {
-  return commaList([...model.fields.keys()], `Fields to return, comma-separated; ${model.mandatory.join(', ')} always are.`)
-}
-
-function relationParameters (model: ResourceModel): Record<string, JsonSchema> {
-  const names = [...model.relations.keys()]
-  if (names.length === 0) return {}
-  return {
-    expand: commaList(names, 'Related resources to embed in each item, comma-separated.'),
-    include: commaList(names, `Related resources to list in links, comma-separated: one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`)
-  }
-}
-
-const reserved = new Set(['fields', 'filter', 'sort', 'token', 'offset', 'pageOffset', 'page', 'pageSize', 'total', 'expand', 'include'])
-
 /** A simple filter's value: the field's type; `null` matches absent values of non-string fields. */
 function filterValue (field: FieldModel, description: string): JsonSchema {
   const formats: Record<string, JsonSchema> = {
@@ -212,7 +194,7 @@ function simpleFilters (model: ResourceModel): Record<string, JsonSchema> {
   const filters: Record<string, JsonSchema> = {}
   const repeat = 'repeat the parameter to match any of several values.'
   for (const field of model.fields.values()) {
-    if (field.type !== 'json' && !reserved.has(field.name)) filters[field.name] = filterValue(field, `Simple filter: ${field.name} equals this value; ${repeat}`)
+    if (field.type !== 'json' && !listParameterNames.has(field.name)) filters[field.name] = filterValue(field, `Simple filter: ${field.name} equals this value; ${repeat}`)
   }
   for (const relation of model.relations.values()) {
     for (const field of relation.target.fields.values()) {
@@ -222,26 +204,10 @@ function simpleFilters (model: ResourceModel): Record<string, JsonSchema> {
   return filters
 }
 
-const filterGrammar = 'OData 4.0 filter subset: comparisons eq, ne, gt, ge, lt, le between a field (dotted for a related one) and a literal (\'text\', 12, 1.5, true, null, 2024-05-01); and, or, not; parentheses. Example: year ge 1960 and author.country eq \'NZ\'.'
-
 function listQuerystring (model: ResourceModel): JsonSchema {
-  const sortable = [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
-  const position = { type: 'integer', maximum: 999999999 }
   return {
     type: 'object',
-    properties: {
-      fields: fieldsParameter(model),
-      filter: { type: 'string', description: filterGrammar },
-      sort: commaList(sortable.flatMap(name => [name, `-${name}`]), `Sort keys, comma-separated, the first primary; a leading - sorts descending; null sorts first ascending. The ${model.idField} always ends the order.`),
-      pageSize: { type: 'integer', minimum: 0, maximum: model.maxPageSize, default: model.defaultPageSize, description: `Items per page, at most ${model.maxPageSize} (maxPageSize); larger is 400.` },
-      token: { type: 'string', description: 'Continuation token from a next or prev link; only valid with the query that produced it.' },
-      offset: { ...position, minimum: 0, description: 'Offset paging: 0-based position of the first item. Not with token or pageOffset.' },
-      pageOffset: { ...position, minimum: 1, description: 'Offset paging by page number, from 1. Not with token or offset.' },
-      page: { ...position, minimum: 1, description: 'The same as pageOffset.' },
-      total: { type: 'boolean', default: false, description: 'Also return the number of matches across all pages, in meta.total.' },
-      ...relationParameters(model),
-      ...simpleFilters(model)
-    },
+    properties: { ...parameterSchemas(model, 'list'), ...simpleFilters(model) },
     additionalProperties: false,
     // Lists are comma-separated in one parameter (`sort=-year,title`), never repeated.
     style: 'form',
@@ -250,7 +216,7 @@ function listQuerystring (model: ResourceModel): JsonSchema {
 }
 
 function itemQuerystring (model: ResourceModel): JsonSchema {
-  return { type: 'object', properties: { fields: fieldsParameter(model), ...relationParameters(model) }, additionalProperties: false, style: 'form', explode: false }
+  return { type: 'object', properties: parameterSchemas(model, 'retrieve'), additionalProperties: false, style: 'form', explode: false }
 }
 
 const idParams = (model: ResourceModel, description = `The ${model.singular}'s ${model.idField}.`): JsonSchema =>

@@ -1,0 +1,202 @@
+// The query parameters of collections and items, each declared once (spec "Query parameters on
+// collections", "Sorting", "Paging"): list-query.ts reads with these parsers and route-schema.ts
+// documents these schemas, so the OpenAPI document says what the parser takes.
+import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { JsonSchema } from '../registry/derive.js'
+import type { SortKey } from '../stores/store.js'
+import type { InvalidParam } from '../errors.js'
+
+export interface QueryParameter<T> {
+  readonly name: string
+  /** Also a parameter of RETRIEVE, beside LIST. */
+  readonly item: boolean
+  /** Its schema in the document, description included; undefined when the model leaves nothing to send. */
+  readonly schema: (model: ResourceModel) => JsonSchema | undefined
+  /** The value as sent, once (undefined when absent); each problem names the parameter. */
+  readonly parse: (model: ResourceModel, text: string | undefined, problems: InvalidParam[]) => T
+}
+
+// Leading zeros are read as decimal (`007` is 7): nothing else could be meant.
+const digits = /^[0-9]+$/
+/**
+ * Client-driven paging 3: any position is valid, one past the end gives an empty page; beyond
+ * 2^53 - 1 a number no longer names one integer.
+ */
+export const largestCount = Number.MAX_SAFE_INTEGER
+
+type Entry<T> = (name: string) => QueryParameter<T>
+
+interface Count {
+  readonly minimum: number
+  readonly description: (model: ResourceModel) => string
+  /** The model's own maximum and what a refusal calls it; 2^53 - 1 caps it either way. */
+  readonly limit?: { readonly of: (model: ResourceModel) => number, readonly why: string }
+  /** What list-query.ts assumes when the parameter is absent: OpenAPI's `default`. */
+  readonly fallback?: (model: ResourceModel) => number
+}
+
+/** A non-negative integer from `minimum`. */
+function count ({ minimum, description, limit, fallback }: Count): Entry<number | undefined> {
+  return name => ({
+    name,
+    item: false,
+    schema: model => ({
+      type: 'integer',
+      minimum,
+      maximum: Math.min(limit?.of(model) ?? largestCount, largestCount),
+      ...(fallback === undefined ? {} : { default: fallback(model) }),
+      description: description(model)
+    }),
+    parse (model, text, problems) {
+      if (text === undefined) return undefined
+      if (!digits.test(text)) {
+        problems.push({ name, reason: minimum === 0 ? 'must be a non-negative integer' : `must be an integer of at least ${minimum}` })
+        return undefined
+      }
+      const value = Number(text)
+      if (value < minimum) problems.push({ name, reason: `must be at least ${minimum}` })
+      else if (limit !== undefined && value > limit.of(model)) problems.push({ name, reason: `must not exceed ${limit.of(model)} (${limit.why})` })
+      else if (value > largestCount) problems.push({ name, reason: `must not exceed ${largestCount} (2^53 - 1)` })
+      else return value
+      return undefined
+    }
+  })
+}
+
+/** Read as sent: list-query.ts checks it with the rest of the query (the filter with the simple ones, the token against the binding). */
+const text = (description: string): Entry<string | undefined> => name => ({
+  name,
+  item: false,
+  schema: () => ({ type: 'string', description }),
+  parse: (_model, value) => value
+})
+
+/**
+ * `fields=a,b` and friends: comma-separated in one parameter, never repeated (OpenAPI style form,
+ * explode false), each item trimmed; `fields=` names nothing and is refused like an unknown name.
+ */
+const commaList = (values: readonly string[], description: string, unique = false): JsonSchema =>
+  ({ type: 'array', items: { type: 'string', enum: values }, minItems: 1, ...(unique ? { uniqueItems: true } : {}), description })
+
+function splitList (value: string): string[] {
+  return value.split(',').map(part => part.trim())
+}
+
+const fields: Entry<Set<string> | null> = name => ({
+  name,
+  item: true,
+  schema: model => commaList([...model.fields.keys()], `Fields to return, comma-separated (a name given twice counts once); ${model.mandatory.join(', ')} always are.`),
+  parse (model, value, problems) {
+    if (value === undefined) return null
+    const selected = new Set(model.mandatory)
+    for (const field of splitList(value)) {
+      if (model.fields.has(field)) selected.add(field)
+      else problems.push({ name, reason: `unknown field '${field}'` })
+    }
+    return selected
+  }
+})
+
+const relations = (description: (model: ResourceModel) => string): Entry<RelationModel[]> => name => ({
+  name,
+  item: true,
+  // Without relations no value is accepted: the parameter is left out.
+  schema: model => model.relations.size === 0 ? undefined : commaList([...model.relations.keys()], description(model)),
+  parse (model, value, problems) {
+    if (value === undefined) return []
+    const chosen: RelationModel[] = []
+    for (const relationName of splitList(value)) {
+      const relation = model.relations.get(relationName)
+      if (relation === undefined) problems.push({ name, reason: `unknown relation '${relationName}'` })
+      else if (!chosen.includes(relation)) chosen.push(relation)
+    }
+    return chosen
+  }
+})
+
+const sortableFields = (model: ResourceModel) => [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
+
+/** The keys as sent, without the tie-breaker list-query.ts adds (Paging stability 1). */
+const sort: Entry<SortKey[]> = name => ({
+  name,
+  item: false,
+  // A bare `+` in a query string is a space, which is trimmed: `sort=+year` is ascending too.
+  schema: model => commaList(sortableFields(model).flatMap(field => [field, `-${field}`, `+${field}`]),
+    `Sort keys, comma-separated, the first primary; a leading - sorts descending, a leading + or none ascending; each field at most once; null sorts first ascending. The ${model.idField} always ends the order.`, true),
+  parse (model, value, problems) {
+    const keys: SortKey[] = []
+    // `sort=` names nothing: refused like `fields=`, rather than read as the default order.
+    for (const expression of value === undefined ? [] : splitList(value)) {
+      const descending = expression.startsWith('-')
+      const field = descending || expression.startsWith('+') ? expression.slice(1) : expression
+      const known = model.fields.get(field)
+      if (known === undefined || known.type === 'json') {
+        problems.push({ name, reason: known === undefined ? `unknown field '${field}'` : `'${field}' cannot be sorted` })
+      } else if (keys.some(key => key.field === field)) {
+        problems.push({ name, reason: `'${field}' appears more than once` })
+      } else {
+        keys.push({ field, direction: descending ? 'desc' : 'asc' })
+      }
+    }
+    return keys
+  }
+})
+
+const total: Entry<boolean> = name => ({
+  name,
+  item: false,
+  schema: () => ({ type: 'boolean', default: false, description: 'Also return the number of matches across all pages, in meta.total.' }),
+  parse (_model, value, problems) {
+    if (value === undefined || value === 'false') return false
+    if (value === 'true') return true
+    problems.push({ name, reason: "must be 'true' or 'false'" })
+    return false
+  }
+})
+
+const filterGrammar = 'OData 4.0 filter subset: comparisons eq, ne, gt, ge, lt, le between a field (dotted for a related one) and a literal (\'text\', 12, 1.5, true, null, 2024-05-01); and, or, not; parentheses. Example: year ge 1960 and author.country eq \'NZ\'.'
+const pastEnd = 'Past the end the page is empty.'
+
+/** Each entry's name is its key, so it is written once. */
+function named<T extends Record<string, Entry<unknown>>> (entries: T): { readonly [K in keyof T]: ReturnType<T[K]> } {
+  return Object.fromEntries(Object.entries(entries).map(([name, entry]) => [name, entry(name)])) as { readonly [K in keyof T]: ReturnType<T[K]> }
+}
+
+/**
+ * Every parameter a collection reserves, in the order a repeated one is reported; those marked
+ * `item` are RETRIEVE's too. Any other name on a collection is a simple filter.
+ */
+export const queryParameters = named({
+  fields,
+  filter: text(filterGrammar),
+  sort,
+  token: text('Continuation token from a next or prev link; only valid with the query that produced it.'),
+  offset: count({ minimum: 0, description: () => `Offset paging: 0-based position of the first item. Not with token or pageOffset. ${pastEnd}` }),
+  pageOffset: count({ minimum: 1, description: () => `Offset paging by page number, from 1. Not with token or offset. ${pastEnd}` }),
+  page: count({ minimum: 1, description: () => 'The same as pageOffset.' }),
+  pageSize: count({
+    minimum: 0,
+    description: model => `Items per page, at most ${model.maxPageSize} (maxPageSize); larger is 400.`,
+    limit: { of: model => model.maxPageSize, why: 'maxPageSize' },
+    fallback: model => model.defaultPageSize
+  }),
+  total,
+  expand: relations(() => 'Related resources to embed in each item, comma-separated (a name given twice counts once).'),
+  include: relations(model => `Related resources to list in links, comma-separated (a name given twice counts once): one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`)
+})
+
+export type ParameterName = keyof typeof queryParameters
+
+const entries = Object.values(queryParameters) as ReadonlyArray<QueryParameter<unknown>>
+export const listParameterNames: ReadonlySet<string> = new Set(entries.map(parameter => parameter.name))
+export const itemParameterNames: ReadonlySet<string> = new Set(entries.filter(parameter => parameter.item).map(parameter => parameter.name))
+
+/** The documented schemas of LIST's reserved parameters, or RETRIEVE's, by name. */
+export function parameterSchemas (model: ResourceModel, operation: 'list' | 'retrieve'): Record<string, JsonSchema> {
+  const schemas: Record<string, JsonSchema> = {}
+  for (const parameter of entries) {
+    const schema = operation === 'list' || parameter.item ? parameter.schema(model) : undefined
+    if (schema !== undefined) schemas[parameter.name] = schema
+  }
+  return schemas
+}
