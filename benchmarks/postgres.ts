@@ -5,7 +5,7 @@ import pg from 'pg'
 import { postgresStore } from '../lib/stores/sql/index.js'
 import type { Store } from '../lib/index.js'
 import { buildRegistry } from '../lib/registry/index.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { SEED_TIME, generate } from './seed.js'
 
 export const BENCH_SCHEMA = 'api_conventions_bench'

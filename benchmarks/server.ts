@@ -9,10 +9,10 @@ import type { FastifyInstance } from 'fastify'
 import apiConventions, { createClientErrorHandler, genReqId, memoryStore } from '../lib/index.js'
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
 import { buildRegistry } from '../lib/registry/index.js'
-import { loadConfig } from '../lib/demo/config.js'
-import type { DemoConfig } from '../lib/demo/config.js'
-import { demoSecurityOptions } from '../lib/demo/app.js'
-import { demoResources } from '../schemas/index.js'
+import { loadConfig } from '../demo/config.js'
+import type { DemoConfig } from '../demo/config.js'
+import { demoSecurityOptions } from '../demo/app.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
 import { benchPostgresStore, databaseUrl, traceStatements } from './postgres.js'
 
@@ -36,7 +36,7 @@ export async function seededMemoryStore (authorCount?: number, bookCount?: numbe
 }
 
 /**
- * What lib/demo/app.ts buildDemoApp() does, over a store we seeded (the demo builds its own store
+ * What demo/app.ts buildDemoApp() does, over a store we seeded (the demo builds its own store
  * and offers no way to hand it one: see notes/perf-findings.md), without Redis and without a
  * logger (logging is the host's choice, and the baseline logs nothing either). Keep it in step with
  * buildDemoApp, so every convention the demo turns on is on in the benchmark too. `overrides`

@@ -9,7 +9,7 @@ import type { Store } from '../lib/index.js'
 import { openPglite } from './stores/pglite-db.js'
 import type { StoredRecord } from '../lib/index.js'
 import { buildRegistry } from '../lib/registry/index.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, json, seed } from './helpers/app.js'
 
 const WRITERS = 120

@@ -4,7 +4,7 @@
 // required, §13.2.2 precedence, and nothing written when a precondition stops a request.
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, json, pick, seed, testClock } from './helpers/app.js'
 
 const T0 = 'Wed, 01 May 2024 12:00:00 GMT'

@@ -1,8 +1,8 @@
 // Origin checks and CORS (spec "Request headers": Origin, Access-Control-Request-Method;
 // "Response headers": Access-Control-Allow-Origin; "Authentication" 6; issue 5, point 4).
 import t from 'tap'
-import { buildDemoApp } from '../lib/demo/app.js'
-import { loadConfig } from '../lib/demo/config.js'
+import { buildDemoApp } from '../demo/app.js'
+import { loadConfig } from '../demo/config.js'
 import { buildApp } from './helpers/app.js'
 import { auth, testAuth } from './helpers/auth.js'
 import { buildSecureApp, seedOne } from './helpers/secure-app.js'

@@ -1,7 +1,7 @@
 // The demo's settings (demo-service.md, "Starting it"; issue 2, point 8): every environment
 // variable, its default, and each kind of bad value, which must name the setting in one line.
 import t from 'tap'
-import { ConfigError, loadConfig } from '../lib/demo/config.js'
+import { ConfigError, loadConfig } from '../demo/config.js'
 
 t.test('with no environment every setting takes its documented default', async t => {
   const config = loadConfig({})

@@ -3,7 +3,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
 import apiConventions, { memoryStore } from '../lib/index.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, pick } from './helpers/app.js'
 import { auth } from './helpers/auth.js'
 import { buildSecureApp, seedOne } from './helpers/secure-app.js'

@@ -3,8 +3,8 @@
 import { existsSync } from 'node:fs'
 import t from 'tap'
 import { chromium } from 'playwright-core'
-import { buildDemoApp } from '../lib/demo/app.js'
-import { loadConfig } from '../lib/demo/config.js'
+import { buildDemoApp } from '../demo/app.js'
+import { loadConfig } from '../demo/config.js'
 
 const executablePath = '/usr/bin/chromium'
 

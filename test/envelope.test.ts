@@ -6,7 +6,7 @@ import t from 'tap'
 import { memoryStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
 import { buildApp, create, json, seed } from './helpers/app.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 
 t.test('singleResource flat puts the resource directly in data on every single-resource answer', async t => {
   const app = await buildApp(t, { singleResource: 'flat' })

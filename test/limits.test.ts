@@ -7,7 +7,7 @@ import Fastify from 'fastify'
 import type { RouteOptions } from 'fastify'
 import apiConventions, { createClientErrorHandler, memoryStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, json } from './helpers/app.js'
 
 t.test('a query string over maxQueryLength is 414 problem+json; at the limit it is served', async t => {
@@ -234,8 +234,8 @@ t.test('the client error handler: envelope form, a type base, and sockets with n
 
 /** The demo app on the memory store, closed after the test. */
 async function demoApp (t: { teardown (fn: () => unknown): void }) {
-  const { buildDemoApp } = await import('../lib/demo/app.js')
-  const { loadConfig } = await import('../lib/demo/config.js')
+  const { buildDemoApp } = await import('../demo/app.js')
+  const { loadConfig } = await import('../demo/config.js')
   const app = await buildDemoApp(loadConfig({ STORE: 'memory' }))
   t.teardown(() => app.close())
   return app

@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
 import apiConventions, { memoryStore } from '../lib/index.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, seed } from './helpers/app.js'
 import { get, hrefOf, linksOf, seedMany } from './helpers/list-app.js'
 

@@ -4,7 +4,7 @@
 import t from 'tap'
 import type { InjectOptions } from 'fastify'
 import { buildApp, json, pick, seed } from './helpers/app.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 
 const COLLECTION = 'GET, HEAD, POST, OPTIONS'
 const ITEM = 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS'

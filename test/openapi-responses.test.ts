@@ -13,7 +13,7 @@ import addFormatsModule from 'ajv-formats'
 import { XMLParser } from 'fast-xml-parser'
 import apiConventions, { createClientErrorHandler, errors, memoryStore } from '../lib/index.js'
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { auth, testAuth } from './helpers/auth.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.

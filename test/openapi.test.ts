@@ -12,9 +12,9 @@ import { oas } from '@stoplight/spectral-rulesets'
 import Parsers from '@stoplight/spectral-parsers'
 import apiConventions, { defineResource, memoryStore } from '../lib/index.js'
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
-import { buildDemoApp } from '../lib/demo/app.js'
-import { loadConfig } from '../lib/demo/config.js'
-import { demoResources } from '../schemas/index.js'
+import { buildDemoApp } from '../demo/app.js'
+import { loadConfig } from '../demo/config.js'
+import { demoResources } from '../demo/schemas/index.js'
 
 type Json = Record<string, any>
 interface Operation { readonly path: string, readonly method: string, readonly operation: Json }

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream'
 import { memoryStore } from '../lib/index.js'
 import { resolveOptions } from '../lib/options.js'
 import type { ApiConventionsOptions } from '../lib/options.js'
-import { demoResources } from '../schemas/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildApp } from './helpers/app.js'
 
 const bad: ReadonlyArray<readonly [string, Record<string, unknown>, RegExp]> = [

@@ -7,9 +7,9 @@ import type { TObject } from '@sinclair/typebox'
 import { defineResource, memoryStore } from '../lib/index.js'
 import type { ResourceDefinition, Store } from '../lib/index.js'
 import { buildRegistry } from '../lib/registry/index.js'
-import { Book } from '../schemas/books.js'
-import { Author } from '../schemas/authors.js'
-import { demoResources } from '../schemas/index.js'
+import { Book } from '../demo/schemas/books.js'
+import { Author } from '../demo/schemas/authors.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, create, json } from './helpers/app.js'
 
 const store = memoryStore()

@@ -1,5 +1,5 @@
 // Over real sockets (STYLE §9 "Real sockets"; issue 2, point 8 and "Tests"): the plugin behind
-// a listening server, then the built demo (`npm run build`, `node dist/lib/demo/server.js`)
+// a listening server, then the built demo (`npm run build:demo`, `node dist/demo/server.js`)
 // driven like curl: each operation, graceful SIGTERM with a request in flight, and one clear
 // line and a non-zero exit for a bad setting.
 import t from 'tap'
@@ -18,7 +18,7 @@ import { buildApp, json, seed } from './helpers/app.js'
 t.setTimeout(300_000)
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const demo = 'dist/lib/demo/server.js'
+const demo = 'dist/demo/server.js'
 const auth = { authorization: 'Bearer dev-token' }
 
 /** A raw HTTP exchange, for what fetch hides: methods it refuses, HEAD bodies, socket reuse. */
@@ -145,9 +145,9 @@ t.test('the built demo', async t => {
   type Exit = Promise<{ code: number | null, stderr: string }>
   let failing: Record<'STORE' | 'PORT' | 'API_TOKENS' | 'inUse', Exit>
   t.before(async () => {
-    // `npm run build` is `tsc -p tsconfig.build.json`. Type errors elsewhere in a shared tree do
+    // `npm run build:demo` is `tsc -p tsconfig.demo.json`. Type errors elsewhere in a shared tree do
     // not stop tsc from emitting, so the test needs only the emitted server.
-    await promisify(execFile)(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { cwd: root }).catch(() => undefined)
+    await promisify(execFile)(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.demo.json'], { cwd: root }).catch(() => undefined)
     if (!existsSync(`${root}${demo}`)) throw new Error(`${demo} was not built`)
     // Processes that fail at start-up, started together now: each takes seconds just to load.
     const blocker = createServer()

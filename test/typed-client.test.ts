@@ -8,8 +8,8 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import openapiTS, { astToString } from 'openapi-typescript'
-import { buildDemoApp } from '../lib/demo/app.js'
-import { loadConfig } from '../lib/demo/config.js'
+import { buildDemoApp } from '../demo/app.js'
+import { loadConfig } from '../demo/config.js'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 const client = readFileSync(new URL('./fixtures/typed-client/client.ts', import.meta.url), 'utf8')

@@ -7,9 +7,9 @@ import t from 'tap'
 import Fastify from 'fastify'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse, RouteOptions } from 'fastify'
 import apiConventions, { memoryStore } from '../../lib/index.js'
-import { buildDemoApp, demoSecurityOptions } from '../../lib/demo/app.js'
-import { loadConfig } from '../../lib/demo/config.js'
-import { demoResources } from '../../schemas/index.js'
+import { buildDemoApp, demoSecurityOptions } from '../../demo/app.js'
+import { loadConfig } from '../../demo/config.js'
+import { demoResources } from '../../demo/schemas/index.js'
 
 // The demo's defaults: dev-token:write, read-token:read, dev-key:write, http://localhost:8080.
 const config = loadConfig({ STORE: 'memory', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'matrix-secret-0123456789' })
@@ -31,7 +31,7 @@ type OriginKind = keyof typeof origins
 interface CollectedRoute { readonly url: string, readonly method: string, readonly options: RouteOptions }
 
 /**
- * The demo app (lib/demo/app.ts) assembled from the same parts — the plugin with the demo's
+ * The demo app (demo/app.ts) assembled from the same parts — the plugin with the demo's
  * resources and security options, and /health — with an onRoute hook in front. A test below
  * checks its route table equals buildDemoApp's, so the copy cannot drift from the real demo.
  */

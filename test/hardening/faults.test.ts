@@ -22,9 +22,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import Fastify from 'fastify'
 import apiConventions, { postgresStore } from '../../lib/index.js'
-import { demoSecurityOptions } from '../../lib/demo/app.js'
-import { loadConfig } from '../../lib/demo/config.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoSecurityOptions } from '../../demo/app.js'
+import { loadConfig } from '../../demo/config.js'
+import { demoResources } from '../../demo/schemas/index.js'
 
 t.setTimeout(240_000)
 
@@ -41,9 +41,9 @@ interface Demo {
   readonly exited: Promise<{ code: number | null, signal: string | null, at: number }>
 }
 
-/** Starts `npm start`'s server (lib/demo/server.ts) on a free port; resolves once it listens. */
+/** Starts `npm start`'s server (demo/server.ts) on a free port; resolves once it listens. */
 async function startDemo (t: Tap, env: Record<string, string>): Promise<Demo> {
-  const child = spawn(process.execPath, [...process.execArgv, 'lib/demo/server.ts'], {
+  const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     env: { ...process.env, STORE: 'memory', DATABASE_URL: '', REDIS_URL: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'faults-secret-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })

@@ -12,8 +12,8 @@ import { STATUS_CODES } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { XMLParser } from 'fast-xml-parser'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { buildDemoApp } from '../../lib/demo/app.js'
-import { loadConfig } from '../../lib/demo/config.js'
+import { buildDemoApp } from '../../demo/app.js'
+import { loadConfig } from '../../demo/config.js'
 
 const runs = Number(process.env.FUZZ_RUNS ?? 150)
 const seed = Number(process.env.FUZZ_SEED ?? 20240501)

@@ -26,9 +26,9 @@ async function serve (kind: StoreKind) {
   const { default: apiConventions, memoryStore } = await import('../../lib/index.js')
   const { pgliteStore, postgresStore } = await import('../../lib/stores/sql/index.js')
   const { buildRegistry } = await import('../../lib/registry/index.js')
-  const { demoSecurityOptions } = await import('../../lib/demo/app.js')
-  const { loadConfig } = await import('../../lib/demo/config.js')
-  const { demoResources } = await import('../../schemas/index.js')
+  const { demoSecurityOptions } = await import('../../demo/app.js')
+  const { loadConfig } = await import('../../demo/config.js')
+  const { demoResources } = await import('../../demo/schemas/index.js')
   const { openPglite } = await import('../stores/pglite-db.js')
 
   const db = kind === 'pglite' ? await openPglite() : undefined

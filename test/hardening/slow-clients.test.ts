@@ -1,5 +1,5 @@
 // Slow and oversized clients (issue 10 "Must show" 4; spec "Limits"; issue 5 point 11), over
-// real sockets: the started demo (`lib/demo/server.ts`) reports its limits, and answers
+// real sockets: the started demo (`demo/server.ts`) reports its limits, and answers
 // oversized headers with 431, oversized bodies with 413 and long query strings with 414 as
 // problem+json without reading the rest; the demo app with the same wiring and short timeouts
 // shows slow headers, slow bodies, silent and non-reading clients cut off by the server.
@@ -11,8 +11,8 @@ import type { Socket } from 'node:net'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyServerOptions } from 'fastify'
-import { buildDemoApp } from '../../lib/demo/app.js'
-import { loadConfig } from '../../lib/demo/config.js'
+import { buildDemoApp } from '../../demo/app.js'
+import { loadConfig } from '../../demo/config.js'
 
 const auth = 'Authorization: Bearer dev-token\r\n'
 
@@ -85,7 +85,7 @@ async function dribble (socket: Socket, state: Talk, text: string, every: number
 }
 
 t.test('the started demo', async t => {
-  const child = spawn(process.execPath, [...process.execArgv, 'lib/demo/server.ts'], {
+  const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     env: { ...process.env, STORE: 'memory', DATABASE_URL: '', REDIS_URL: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000' },
     stdio: ['ignore', 'pipe', 'inherit']
   })
@@ -158,7 +158,7 @@ t.test('the started demo', async t => {
 
 t.test('slow clients are cut off by the server\'s timeouts', async t => {
   // The demo app's own wiring (client error handler, header size) with timeouts short enough to wait for.
-  // lib/demo/server.ts's settings scaled down 75 times: headers 10 s, request 30 s, silence 75 s.
+  // demo/server.ts's settings scaled down 75 times: headers 10 s, request 30 s, silence 75 s.
   const requestTimeout = 400
   const connectionTimeout = 1000
   // `http` replaces buildDemoApp's own, so it repeats maxHeaderSize; Fastify() takes it, its type here does not.

@@ -1,13 +1,13 @@
 // Test harness (STYLE §9): a fresh Fastify app per test with the plugin under /v1, the demo's
-// resources (schemas/index.ts) on a new memory store, an injectable clock, deterministic seed
-// data, and teardown. Built from the plugin directly, not lib/demo/app.ts, so tests never
+// resources (demo/schemas/index.ts) on a new memory store, an injectable clock, deterministic seed
+// data, and teardown. Built from the plugin directly, not demo/app.ts, so tests never
 // depend on the demo's authentication.
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { TObject } from '@sinclair/typebox'
 import apiConventions, { memoryStore } from '../../lib/index.js'
 import type { ApiConventionsOptions, ResourceDefinition, Store } from '../../lib/index.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoResources } from '../../demo/schemas/index.js'
 
 /** What a test may change; everything else is the plugin's default. */
 export interface AppOverrides extends Partial<Omit<ApiConventionsOptions, 'resources'>> {

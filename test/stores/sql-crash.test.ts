@@ -13,17 +13,17 @@ import pg from 'pg'
 import { buildRegistry } from '../../lib/registry/index.js'
 import type { ResourceModel } from '../../lib/registry/model.js'
 import { postgresStore } from '../../lib/stores/sql/index.js'
-import { createDemoStore } from '../../lib/demo/store.js'
-import { loadConfig } from '../../lib/demo/config.js'
+import { createDemoStore } from '../../demo/store.js'
+import { loadConfig } from '../../demo/config.js'
 import type { Store } from '../../lib/stores/store.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoResources } from '../../demo/schemas/index.js'
 
 const silent = { info () {} } as never
 const auth = { authorization: 'Bearer dev-token', 'content-type': 'application/json' }
 
 /** Starts `npm start`'s server on a free port and resolves with its URL once it listens. */
 async function startDemo (t: Tap, env: Record<string, string | undefined>): Promise<{ url: string, child: ChildProcess }> {
-  const child = spawn(process.execPath, [...process.execArgv, 'lib/demo/server.ts'], {
+  const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     env: { ...process.env, STORE: undefined, DATABASE_URL: undefined, REDIS_URL: '', PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'crash-test-secret-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })

@@ -17,8 +17,8 @@ import { pgliteStore, postgresStore } from '../../lib/stores/sql/index.js'
 import { SqlStore } from '../../lib/stores/sql/store.js'
 import type { SqlDatabase } from '../../lib/stores/sql/store.js'
 import { pgliteDatabase } from '../../lib/stores/sql/pglite.js'
-import { createDemoStore } from '../../lib/demo/store.js'
-import { loadConfig } from '../../lib/demo/config.js'
+import { createDemoStore } from '../../demo/store.js'
+import { loadConfig } from '../../demo/config.js'
 import { listQuery, suiteModels } from './conformance.js'
 import { openPglite } from './pglite-db.js'
 
@@ -130,7 +130,7 @@ t.test('the demo store follows STORE; one that cannot open names the setting', a
 })
 
 t.test('npm start with an unreachable DATABASE_URL fails with one line naming it', async t => {
-  const child = spawn(process.execPath, [...process.execArgv, 'lib/demo/server.ts'], {
+  const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', STORE: undefined, PORT: '0', REDIS_URL: '' },
     stdio: ['ignore', 'ignore', 'pipe']
   })

@@ -9,7 +9,7 @@ import { buildRegistry } from '../../lib/registry/index.js'
 import {
   createSchema, linksSchema, listEnvelopeSchema, mergedSchema, modifySchema, replaceSchema, responseSchema, schemaNames, singleEnvelopeSchema
 } from '../../lib/registry/derive.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoResources } from '../../demo/schemas/index.js'
 
 const store = memoryStore()
 const [authors, books] = buildRegistry(demoResources(store))

@@ -9,7 +9,7 @@ import { createCursorCodec } from '../../lib/query/cursor.js'
 import type { CursorCodec } from '../../lib/query/cursor.js'
 import { coerceLiteral, parseItemQuery, parseListQuery } from '../../lib/query/list-query.js'
 import type { RawQuery } from '../../lib/query/list-query.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoResources } from '../../demo/schemas/index.js'
 
 const cursor = createCursorCodec({ secrets: ['a-unit-test-secret-0123'] })
 const context = { cursor, defaultPaging: 'token' as const }

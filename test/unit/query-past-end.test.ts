@@ -10,7 +10,7 @@ import { countPastEnd, listBody } from '../../lib/envelope/index.js'
 import type { EnvelopeContext } from '../../lib/envelope/index.js'
 import type { FilterNode } from '../../lib/query/filter/ast.js'
 import type { ListQuery } from '../../lib/stores/store.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoResources } from '../../demo/schemas/index.js'
 import { spyStore } from '../helpers/list-app.js'
 
 const cursor = createCursorCodec({ secrets: ['a-unit-test-secret-0123'] })

@@ -5,7 +5,7 @@ import t from 'tap'
 import { memoryStore } from '../../lib/index.js'
 import { buildRegistry } from '../../lib/registry/index.js'
 import { storedFields } from '../../lib/stores/values.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoResources } from '../../demo/schemas/index.js'
 
 const [, books] = buildRegistry(demoResources(memoryStore()))
 

@@ -1,6 +1,6 @@
 // The demo's resources, defined over one store so relations and referential rules hold.
-import { defineResource } from '../lib/index.js'
-import type { Store } from '../lib/index.js'
+import { defineResource } from '../../lib/index.js'
+import type { Store } from '../../lib/index.js'
 import { Author } from './authors.js'
 import { Book } from './books.js'
 

@@ -1,9 +1,8 @@
 // The demo's store, chosen by STORE (demo-service.md "Starting it"): PGlite in DATA_DIR by
 // default, PostgreSQL at DATABASE_URL, or memory. Whoever creates a store closes it (app.ts).
 import type { FastifyBaseLogger } from 'fastify'
-import { memoryStore } from '../stores/memory.js'
-import { pgliteStore, postgresStore } from '../stores/sql/index.js'
-import type { Store } from '../stores/store.js'
+import { memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
 import { ConfigError } from './config.js'
 import type { DemoConfig } from './config.js'
 

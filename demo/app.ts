@@ -4,13 +4,9 @@ import { createHash } from 'node:crypto'
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import { Redis } from 'ioredis'
-import { installProblemHandlers } from '../problem.js'
-import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, errors, genReqId, secretTable } from '../index.js'
-import { securityHeaders } from '../security/headers.js'
-import { stampRequestId } from '../security/request-id.js'
-import { protocolCheck } from '../security/limits.js'
-import type { ApiConventionsOptions } from '../index.js'
-import { demoResources } from '../../schemas/index.js'
+import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, genReqId, guardHostRoutes, secretTable } from '../lib/index.js'
+import type { ApiConventionsOptions } from '../lib/index.js'
+import { demoResources } from './schemas/index.js'
 import { ConfigError } from './config.js'
 import type { DemoConfig, Right } from './config.js'
 import { createDemoStore } from './store.js'
@@ -49,23 +45,8 @@ export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<Ap
  * (unknown paths 404, other methods on /health 405). A scope of its own, so none of it runs twice on the API's routes.
  */
 function outsideTheApi (allowedOrigins: readonly string[]) {
-  const allowed = new Set(allowedOrigins)
-  const headers = securityHeaders()
   return async function outsideApi (scope: FastifyInstance) {
-    scope.addHook('onRequest', function guardOutsideApi (request, reply, done) {
-      reply.headers(headers)
-      stampRequestId(request, reply)
-      const origin = request.headers.origin
-      if (origin !== undefined && !allowed.has(origin)) return done(new errors.ForbiddenError('The Origin of this request is not allowed.'))
-      try {
-        protocolCheck(request)
-      } catch (error) {
-        return done(error as Error)
-      }
-      done()
-    })
-    // Before /health is added: a route keeps the error handler in force when it is added.
-    installProblemHandlers(scope, { errorFormat: 'flat', typeBase: '/v1/problems/', allowedMethods: path => path === '/health' ? ['GET', 'HEAD'] : undefined })
+    guardHostRoutes(scope, { prefix: '/v1', errorFormat: 'flat', allowedOrigins, allowedMethods: path => path === '/health' ? ['GET', 'HEAD'] : undefined })
     scope.get('/health', function health () { return { status: 'ok' } })
   }
 }
