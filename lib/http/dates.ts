@@ -1,8 +1,6 @@
-// The `Date` request header (spec "Request headers": Date, RFC 5322 date format): when present it
-// must be an RFC 5322 date-time (IMF-fixdate is one) or one of the obsolete HTTP-date forms a
-// recipient must still accept (RFC 9110 §5.6.7), else 400 naming Date.
-import type { FastifyRequest } from 'fastify'
-import type { InvalidParam } from '../errors.js'
+// Dates in HTTP headers, read and written once: Last-Modified as IMF-fixdate; If-Modified-Since and
+// If-Unmodified-Since as an HTTP-date (RFC 9110 §5.6.7); the Date request header (spec "Request
+// headers": Date, RFC 5322 date format) as an RFC 5322 date-time or an obsolete HTTP-date form.
 
 const months = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
 const days = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']
@@ -10,7 +8,9 @@ const month = '(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)'
 const day = '(Mon|Tue|Wed|Thu|Fri|Sat|Sun)'
 // RFC 5322 §3.3 without comments: [ day-of-week "," ] day month year hour ":" minute [ ":" second ] zone
 const rfc5322 = new RegExp(`^(?:${day} *, *)?(\\d{1,2}) +${month} +(\\d{4}) +(\\d{2}):(\\d{2})(?::(\\d{2}))? +([+-]\\d{4}|UT|GMT|[ECMP][SD]T)$`, 'i')
-// RFC 9110 §5.6.7 obsolete forms: rfc850-date and asctime-date.
+// RFC 9110 §5.6.7: IMF-fixdate, the one form an HTTP-date is sent in (a case-sensitive RFC 5322 date-time)…
+const imfFixdate = new RegExp(`^${day}, (\\d{2}) ${month} (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
+// …and the obsolete rfc850-date and asctime-date a recipient must still accept.
 const rfc850 = new RegExp(`^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-${month}-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
 const asctime = new RegExp(`^${day} ${month} ( \\d|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`)
 const zones: Readonly<Record<string, number>> = { UT: 0, GMT: 0, EST: -5, EDT: -4, CST: -6, CDT: -5, MST: -7, MDT: -6, PST: -8, PDT: -7 }
@@ -36,15 +36,9 @@ function offsetOf (zone: string): number | null {
   return (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + minutes)
 }
 
-/** The instant a request Date names, or null when it is not a date in one of the accepted forms. */
-export function parseRequestDate (text: string): Date | null {
-  let m = rfc5322.exec(text)
-  if (m !== null) {
-    const offsetMinutes = offsetOf(m[8])
-    if (offsetMinutes === null) return null
-    return build({ weekday: m[1], day: Number(m[2]), month: m[3], year: Number(m[4]), hour: Number(m[5]), minute: Number(m[6]), second: Number(m[7] ?? 0), offsetMinutes })
-  }
-  m = rfc850.exec(text)
+/** The two obsolete HTTP-date forms, which both readings accept. */
+function parseObsoleteDate (text: string): Date | null {
+  let m = rfc850.exec(text)
   if (m !== null) {
     // RFC 9110 §5.6.7: a two-digit year more than 50 years ahead means the previous century.
     const thisYear = new Date().getUTCFullYear()
@@ -59,9 +53,50 @@ export function parseRequestDate (text: string): Date | null {
   return null
 }
 
-/** Checked before the body is read (security/index.ts): a present Date that does not parse, as an invalid param naming Date. */
-export function dateHeaderProblem (request: FastifyRequest): InvalidParam | undefined {
-  const date = request.headers.date
-  if (date !== undefined && parseRequestDate(date) === null) return { name: 'Date', reason: 'must be an RFC 5322 date such as Sun, 06 Nov 1994 08:49:37 GMT' }
-  return undefined
+/**
+ * The instant an HTTP-date names (RFC 9110 §5.6.7: IMF-fixdate, rfc850-date or asctime-date, all
+ * case-sensitive, each naming a real day and its weekday), or null for anything else.
+ * @example
+ * parseHttpDate('Sun, 06 Nov 1994 08:49:37 GMT') // 1994-11-06T08:49:37.000Z
+ */
+export function parseHttpDate (text: string): Date | null {
+  const m = imfFixdate.exec(text)
+  if (m === null) return parseObsoleteDate(text)
+  return build({ weekday: m[1], day: Number(m[2]), month: m[3], year: Number(m[4]), hour: Number(m[5]), minute: Number(m[6]), second: Number(m[7]), offsetMinutes: 0 })
+}
+
+/**
+ * The instant a request's Date header names: an RFC 5322 date-time (any case, any zone, seconds
+ * optional; IMF-fixdate is one) or an obsolete HTTP-date form (RFC 9110 §5.6.7); null for anything else.
+ * @example
+ * parseDateHeader('6 Nov 1994 09:49 +0100') // 1994-11-06T08:49:00.000Z
+ */
+export function parseDateHeader (text: string): Date | null {
+  const m = rfc5322.exec(text)
+  if (m === null) return parseObsoleteDate(text)
+  const offsetMinutes = offsetOf(m[8])
+  if (offsetMinutes === null) return null
+  return build({ weekday: m[1], day: Number(m[2]), month: m[3], year: Number(m[4]), hour: Number(m[5]), minute: Number(m[6]), second: Number(m[7] ?? 0), offsetMinutes })
+}
+
+// Formatting a date costs more than the rest of writeHeaders: each instant is formatted once. Keyed
+// by the time, not the Date (a database read makes a new Date each time, and a WeakMap entry per
+// read costs the garbage collector more than the formatting); emptied when full, which keeps it
+// bounded whatever the times.
+const httpDates = new Map<number, string>()
+export const httpDatesKept = 4096
+
+/**
+ * The IMF-fixdate of an instant (RFC 9110 §5.6.7), as Last-Modified sends it.
+ * @example
+ * formatHttpDate(new Date(Date.UTC(2024, 4, 1, 12))) // 'Wed, 01 May 2024 12:00:00 GMT'
+ */
+export function formatHttpDate (date: Date): string {
+  const time = date.getTime()
+  let text = httpDates.get(time)
+  if (text === undefined) {
+    if (httpDates.size === httpDatesKept) httpDates.clear()
+    httpDates.set(time, text = date.toUTCString())
+  }
+  return text
 }
