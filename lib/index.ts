@@ -15,13 +15,13 @@ import { createCursorCodec } from './query/cursor.js'
 import { registerCollectionRoutes } from './routes/collection.js'
 import { registerItemRoutes } from './routes/item.js'
 import type { RouteContext } from './routes/context.js'
-import { createAcceptCheck } from './negotiation.js'
+import { createAcceptCheck } from './http/negotiation.js'
 import { decodeBody, installFormats } from './formats/index.js'
 import { registerProblemPages } from './problem-pages.js'
 import { registerSecurity } from './security/index.js'
 import { registerOpenApi } from './openapi.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
-import { kRecordRead } from './record-once.js'
+import { kPlainJson, kRecordRead } from './symbols.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
@@ -62,7 +62,6 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   // exponent of three digits or with over 308 digits: bodies without one skip the walk below.
   const mayHoldUnstorable = /\\u(?:0000|[dD][89a-fA-F])|[eE]\+?\d{3}|\d{309}/
   // A request flag, not a WeakSet: see kRecordRead.
-  const kPlainJson = Symbol('api-conventions.plainJson')
   app.decorateRequest(kPlainJson, false)
   app.decorateRequest(kRecordRead, null)
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'buffer' }, function parseJsonBody (request, body, done) {

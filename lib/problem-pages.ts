@@ -8,7 +8,7 @@ import type { SchemaOptions } from './routes/route-schema.js'
 
 const escape = (text: string) => text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 
-// HTML, not JSON: the Accept check must weigh text/html for these routes (negotiation.ts).
+// HTML, not JSON: the Accept check must weigh text/html for these routes (http/negotiation.ts).
 const config = { public: true, produces: ['text/html'] }
 
 /** `allow` records the methods of each page path, so other methods answer 405 like everywhere else. */

@@ -7,7 +7,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, withHeaders } from './errors.js'
 import type { InvalidParam, ProblemExtras } from './errors.js'
 import { toInvalidParams } from './validation.js'
-import { addVary, wantsXmlProblem } from './formats/negotiate.js'
+import { addVary, wantsXmlProblem } from './http/negotiation.js'
 import { createProblemXmlWriter, problemXmlMediaType } from './formats/xml.js'
 
 export const problemMediaType = 'application/problem+json; charset=utf-8'

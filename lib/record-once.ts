@@ -3,17 +3,16 @@
 // database that is a round trip per GET saved.
 import type { ResourceModel } from './registry/model.js'
 import type { StoredRecord } from './stores/store.js'
+import { kRecordRead } from './symbols.js'
 
 interface Read { readonly model: ResourceModel, readonly id: string, readonly record: Promise<StoredRecord | null> }
 
 /**
- * Where a request keeps its read: a property of the request (declared with `decorateRequest` so
- * every request has the same shape), not a WeakMap keyed by request, since each WeakMap entry of a
- * short-lived object costs the garbage collector more than the read it saves (benchmarks/README.md).
+ * The record `id` of `model` as first read during `request`; reads it if no one has yet (another record is read afresh).
+ * The read is kept in a property of the request (declared with `decorateRequest` so every request
+ * has the same shape), not a WeakMap keyed by request, since each WeakMap entry of a short-lived
+ * object costs the garbage collector more than the read it saves (benchmarks/README.md).
  */
-export const kRecordRead = Symbol('api-conventions.recordRead')
-
-/** The record `id` of `model` as first read during `request`; reads it if no one has yet (another record is read afresh). */
 export function readRecordOnce (request: object, model: ResourceModel, id: string): Promise<StoredRecord | null> {
   const holder = request as { [kRecordRead]?: Read | null }
   const read = holder[kRecordRead]

@@ -4,7 +4,7 @@ import { Ajv } from 'ajv'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { InvalidParam } from './errors.js'
-import { findUnstorable, nonFinite } from './stores/values.js'
+import { findUnstorable, nonFinite } from './values/storable.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default

@@ -7,7 +7,7 @@ import { buildApp, json, pick, seed } from './helpers/app.js'
 import { auth } from './helpers/auth.js'
 import { buildSecureApp } from './helpers/secure-app.js'
 import { installFormats } from '../lib/formats/index.js'
-import { addVary } from '../lib/formats/negotiate.js'
+import { addVary } from '../lib/http/negotiation.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const XML_TYPE = 'application/xml; charset=utf-8'

@@ -103,7 +103,7 @@ async function checkSpectral (t: Test, document: Json) {
 }
 
 const problemXmlRef = '#/components/schemas/Problem'
-// The routes of one media type answer their problems in JSON only (formats/negotiate.ts).
+// The routes of one media type answer their problems in JSON only (http/negotiation.ts).
 const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}'])
 
 /**

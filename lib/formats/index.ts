@@ -9,7 +9,8 @@ import type { ResourceModel } from '../registry/model.js'
 import { BodyMalformedError, UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
 import { coerceBody } from './coerce.js'
 import { parseMultipart, parseUrlEncoded } from './form.js'
-import { kFormat, markFormat } from './negotiate.js'
+import { markFormat } from '../http/negotiation.js'
+import { kFormat } from '../symbols.js'
 import { createXmlWriter, parseXml, xmlMediaType } from './xml.js'
 import type { RefResolver } from './xml-shape.js'
 
@@ -47,7 +48,7 @@ function checkCharset (request: FastifyRequest, _reply: FastifyReply, done: (err
 }
 
 export function installFormats (app: FastifyInstance, models: readonly ResourceModel[]): ResponseFormats {
-  // On each route that reads a body, after its own Content-Type check (routes/body-type.ts).
+  // On each route that reads a body, after its own Content-Type check (http/body-types.ts).
   app.addHook('onRoute', function checkBodyCharset (route: RouteOptions) {
     if (mayHaveBody(route)) addRouteHook(route, 'onRequest', checkCharset)
   })

@@ -7,14 +7,13 @@ import { attachRelated, countPastEnd, itemPath, listBody, project, singleBody } 
 import { parseListQuery } from '../query/list-query.js'
 import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
-import { evaluatePreconditions, formatETag, readPreconditions, unversioned, variantTag } from '../conditional.js'
+import { evaluatePreconditions, formatETag, readPreconditions, unversioned, variantTag } from '../http/conditional.js'
 import { NotFoundError } from '../errors.js'
 import type { Fields } from '../stores/store.js'
-import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
-import { requireBodyType } from './body-type.js'
+import { bodyTypes, requireBodyType } from '../http/body-types.js'
 import { capabilitiesHandler, normalizeRecord, writeHeaders } from './shared.js'
-import { formatVariant } from '../formats/negotiate.js'
+import { formatVariant } from '../http/negotiation.js'
 
 export function registerCollectionRoutes (app: FastifyInstance, model: ResourceModel, context: RouteContext) {
   const schemaOptions = schemaOptionsFor(context, model)

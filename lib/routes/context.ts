@@ -13,14 +13,3 @@ export interface RouteContext {
   /** Records the methods served at a path pattern, for 405 answers and OPTIONS. */
   readonly allow: (pattern: string, methods: readonly string[]) => void
 }
-
-// Every write takes the spec's four types (formats/ reads the three text forms); a PATCH in any
-// of them is a merge patch of the fields it carries (RFC 7396).
-const writeTypes = ['application/json', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data'] as const
-
-/** The body media types each write accepts (spec "Request headers": Content-Type). */
-export const bodyTypes = {
-  create: writeTypes,
-  replace: writeTypes,
-  modify: ['application/json', 'application/merge-patch+json', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data']
-} as const

@@ -8,8 +8,8 @@ import { attachRelated, project, singleBody } from '../envelope/index.js'
 import type { Link } from '../envelope/index.js'
 import { parseItemQuery } from '../query/list-query.js'
 import type { RawQuery } from '../query/list-query.js'
-import { evaluatePreconditions, formatETag, hasPreconditions, readPreconditions, variantTag } from '../conditional.js'
-import type { Preconditions } from '../conditional.js'
+import { evaluatePreconditions, formatETag, hasPreconditions, readPreconditions, variantTag } from '../http/conditional.js'
+import type { Preconditions } from '../http/conditional.js'
 import {
   BodyInvalidError, ConflictError, IdMismatchError, NotFoundError, PreconditionFailedError,
   PreconditionRequiredError, withInvalidParams
@@ -19,11 +19,10 @@ import type { Fields, StoredRecord } from '../stores/store.js'
 import { mergePatch } from '../merge-patch.js'
 import { toInvalidParams } from '../validation.js'
 import type { ErrorObject } from 'ajv'
-import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
-import { requireBodyType } from './body-type.js'
+import { bodyTypes, requireBodyType } from '../http/body-types.js'
 import { capabilitiesHandler, normalizeRecord, writeHeaders } from './shared.js'
-import { formatVariant } from '../formats/negotiate.js'
+import { formatVariant } from '../http/negotiation.js'
 import { readRecordOnce } from '../record-once.js'
 
 /** A PATCH re-reads and re-merges when another write lands between its read and its write. */

@@ -7,10 +7,10 @@ import type { FieldModel, RelationModel, ResourceModel } from '../registry/model
 import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { ResolvedOptions } from '../options.js'
-import { problemTypes, produced } from '../formats/negotiate.js'
+import { problemTypes, produced } from '../http/negotiation.js'
 import { maxAuditHeaderLength } from '../security/audit-headers.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
-import { bodyTypes } from './context.js'
+import { bodyTypes } from '../http/body-types.js'
 import type { RouteContext } from './context.js'
 
 /** What the schemas depend on beyond the model. */
@@ -143,7 +143,7 @@ const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
   503: { 'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' } }
 }
 
-// The formats resource routes answer in, by Accept (formats/negotiate.ts).
+// The formats resource routes answer in, by Accept (http/negotiation.ts).
 const successTypes = [...produced]
 // Answered at the socket by createClientErrorHandler, in JSON only (security/limits.ts).
 const connectionStatuses = new Set([408, 431])
@@ -452,7 +452,7 @@ export function documentedRouteSchema (schema: Record<string, unknown>, method: 
 
 const documentation = 'documentation'
 const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } })
-/** Public routes of one media type: no credentials, so no 401; problems in JSON only (formats/negotiate.ts). */
+/** Public routes of one media type: no credentials, so no 401; problems in JSON only (http/negotiation.ts). */
 const publicProblems = (options: SchemaOptions, statuses: readonly number[]) => problems({ ...options, authenticated: false }, statuses, {}, false)
 
 /** `{prefix}/openapi.json`: this document. */

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import type { Fields } from '../stores/store.js'
 import { NotFoundError } from '../errors.js'
+import { formatHttpDate } from '../http/dates.js'
 
 /** Optional nullable fields left out are stored as null, so every store returns the same shape. */
 export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
@@ -13,26 +14,10 @@ export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
   return record
 }
 
-// Formatting a date costs more than the rest of writeHeaders: each instant is formatted once. Keyed
-// by the time, not the Date (a database read makes a new Date each time, and a WeakMap entry per
-// read costs the garbage collector more than the formatting); emptied when full, which keeps it
-// bounded whatever the times.
-const httpDates = new Map<number, string>()
-export const httpDatesKept = 4096
-export function httpDate (date: Date): string {
-  const time = date.getTime()
-  let text = httpDates.get(time)
-  if (text === undefined) {
-    if (httpDates.size === httpDatesKept) httpDates.clear()
-    httpDates.set(time, text = date.toUTCString())
-  }
-  return text
-}
-
 /** ETag, and Last-Modified unless the representation has no one modification time (null). */
 export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Date | null) {
   reply.header('etag', etag)
-  if (modifiedAt !== null) reply.header('last-modified', httpDate(modifiedAt))
+  if (modifiedAt !== null) reply.header('last-modified', formatHttpDate(modifiedAt))
 }
 
 /** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a path naming a record of `owner`, 404 when there is none. */

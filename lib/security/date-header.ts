@@ -3,65 +3,11 @@
 // recipient must still accept (RFC 9110 §5.6.7), else 400 naming Date.
 import type { FastifyRequest } from 'fastify'
 import type { InvalidParam } from '../errors.js'
-
-const months = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
-const days = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']
-const month = '(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)'
-const day = '(Mon|Tue|Wed|Thu|Fri|Sat|Sun)'
-// RFC 5322 §3.3 without comments: [ day-of-week "," ] day month year hour ":" minute [ ":" second ] zone
-const rfc5322 = new RegExp(`^(?:${day} *, *)?(\\d{1,2}) +${month} +(\\d{4}) +(\\d{2}):(\\d{2})(?::(\\d{2}))? +([+-]\\d{4}|UT|GMT|[ECMP][SD]T)$`, 'i')
-// RFC 9110 §5.6.7 obsolete forms: rfc850-date and asctime-date.
-const rfc850 = new RegExp(`^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-${month}-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
-const asctime = new RegExp(`^${day} ${month} ( \\d|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`)
-const zones: Readonly<Record<string, number>> = { UT: 0, GMT: 0, EST: -5, EDT: -4, CST: -6, CDT: -5, MST: -7, MDT: -6, PST: -8, PDT: -7 }
-
-interface Parts { weekday?: string, day: number, month: string, year: number, hour: number, minute: number, second: number, offsetMinutes: number }
-
-function build (p: Parts): Date | null {
-  const monthIndex = months.indexOf(p.month.toLowerCase())
-  const local = Date.UTC(p.year, monthIndex, p.day, p.hour, p.minute, Math.min(p.second, 59))
-  const calendar = new Date(local)
-  // Date.UTC rolls 31 Feb over into March: such a day does not exist.
-  if (calendar.getUTCDate() !== p.day || p.hour > 23 || p.minute > 59 || p.second > 60) return null
-  // RFC 5322 §3.3: the day-of-week, when given, must be the one the date implies.
-  if (p.weekday !== undefined && days[calendar.getUTCDay()] !== p.weekday.slice(0, 3).toLowerCase()) return null
-  return new Date(local - p.offsetMinutes * 60000)
-}
-
-function offsetOf (zone: string): number | null {
-  const named = zones[zone.toUpperCase()]
-  if (named !== undefined) return named * 60
-  const minutes = Number(zone.slice(3))
-  if (minutes > 59) return null
-  return (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + minutes)
-}
-
-/** The instant a request Date names, or null when it is not a date in one of the accepted forms. */
-export function parseRequestDate (text: string): Date | null {
-  let m = rfc5322.exec(text)
-  if (m !== null) {
-    const offsetMinutes = offsetOf(m[8])
-    if (offsetMinutes === null) return null
-    return build({ weekday: m[1], day: Number(m[2]), month: m[3], year: Number(m[4]), hour: Number(m[5]), minute: Number(m[6]), second: Number(m[7] ?? 0), offsetMinutes })
-  }
-  m = rfc850.exec(text)
-  if (m !== null) {
-    // RFC 9110 §5.6.7: a two-digit year more than 50 years ahead means the previous century.
-    const thisYear = new Date().getUTCFullYear()
-    let year = Math.floor(thisYear / 100) * 100 + Number(m[4])
-    if (year > thisYear + 50) year -= 100
-    return build({ weekday: m[1], day: Number(m[2]), month: m[3], year, hour: Number(m[5]), minute: Number(m[6]), second: Number(m[7]), offsetMinutes: 0 })
-  }
-  m = asctime.exec(text)
-  if (m !== null) {
-    return build({ weekday: m[1], day: Number(m[3]), month: m[2], year: Number(m[7]), hour: Number(m[4]), minute: Number(m[5]), second: Number(m[6]), offsetMinutes: 0 })
-  }
-  return null
-}
+import { parseDateHeader } from '../http/dates.js'
 
 /** Checked before the body is read (security/index.ts): a present Date that does not parse, as an invalid param naming Date. */
 export function dateHeaderProblem (request: FastifyRequest): InvalidParam | undefined {
   const date = request.headers.date
-  if (date !== undefined && parseRequestDate(date) === null) return { name: 'Date', reason: 'must be an RFC 5322 date such as Sun, 06 Nov 1994 08:49:37 GMT' }
+  if (date !== undefined && parseDateHeader(date) === null) return { name: 'Date', reason: 'must be an RFC 5322 date such as Sun, 06 Nov 1994 08:49:37 GMT' }
   return undefined
 }

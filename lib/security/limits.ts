@@ -10,6 +10,7 @@ import { BadUrlError, ExpectationFailedError, HeaderInvalidError, NotFoundError,
 import { problemMediaType, problemSlug } from '../problem.js'
 import { securityHeaders } from './headers.js'
 import { stampRequestId } from './request-id.js'
+import { kPluginPrefixes, kUnmetExpectation } from '../symbols.js'
 
 export function positiveInteger (value: unknown, name: string): number | undefined {
   if (value === undefined) return undefined
@@ -49,9 +50,6 @@ function decodesTo (text: string): string | undefined {
     return undefined
   }
 }
-
-const kUnmetExpectation = Symbol('Expect other than 100-continue')
-const kPluginPrefixes = Symbol('prefixes of the plugin instances on this server')
 
 /**
  * Node answers a request whose `Expect` names anything but 100-continue with a bare 417 of its own:

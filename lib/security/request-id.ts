@@ -3,15 +3,13 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { kOwnId } from '../symbols.js'
 
 const safeId = /^[A-Za-z0-9._:-]{1,128}$/
 
-/**
- * Marks raw requests whose Fastify id came from genReqId below, so the log's reqId and Request-Id
- * agree. A property rather than a WeakSet: a WeakSet entry per request costs the garbage collector
- * more than the whole lookup (benchmarks/README.md).
- */
-const kOwnId = Symbol('api-conventions.ownRequestId')
+// genReqId marks the raw requests whose Fastify id it made (kOwnId), so the log's reqId and
+// Request-Id agree. A property rather than a WeakSet: a WeakSet entry per request costs the
+// garbage collector more than the whole lookup (benchmarks/README.md).
 
 /** The client's X-Request-Id when it is at most 128 characters of [A-Za-z0-9._:-], else undefined. */
 export function acceptedRequestId (value: string | string[] | undefined): string | undefined {

@@ -7,7 +7,7 @@ import type { FilterNode } from '../query/filter/ast.js'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
-import { storedFields } from './values.js'
+import { storedFields } from '../values/storable.js'
 import type { Fields, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
 import { ConflictError } from '../errors.js'
 

@@ -12,7 +12,7 @@ import { createCursorCodec } from '../../lib/query/cursor.js'
 import { parseItemQuery, parseListQuery } from '../../lib/query/list-query.js'
 import type { RawQuery } from '../../lib/query/list-query.js'
 import { itemParameterNames, listParameterNames, parameterSchemas, queryParameters } from '../../lib/query/parameters.js'
-import { demoResources } from '../../schemas/index.js'
+import { demoResources } from '../../demo/schemas/index.js'
 import { buildApp } from '../helpers/app.js'
 import type { TObject } from '@sinclair/typebox'
 

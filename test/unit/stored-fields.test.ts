@@ -1,10 +1,10 @@
-// Stored records (lib/stores/values.ts storedFields): fields in schema order whatever order the
+// Stored records (lib/values/storable.ts storedFields): fields in schema order whatever order the
 // client sent them in, so that every record of a resource has one shape (and V8 one hidden class
 // for them, which the serializer, filters and sorts depend on for speed); extra keys are kept.
 import t from 'tap'
 import { memoryStore } from '../../lib/index.js'
 import { buildRegistry } from '../../lib/registry/index.js'
-import { storedFields } from '../../lib/stores/values.js'
+import { storedFields } from '../../lib/values/storable.js'
 import { demoResources } from '../../demo/schemas/index.js'
 
 const [, books] = buildRegistry(demoResources(memoryStore()))

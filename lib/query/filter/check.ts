@@ -2,7 +2,7 @@
 // and are compared with values of their type. Stores then trust the AST they receive.
 import type { FieldRef, FilterNode, Literal, Operand, ValueCall } from './ast.js'
 import type { FieldType, ResourceModel } from '../../registry/model.js'
-import { isDate, isDateTime } from './lexer.js'
+import { isDate, isDateTime } from '../../values/iso-date.js'
 
 /** The filter names a field that does not exist or compares values of different types. */
 export class FilterTypeError extends Error {

@@ -1,6 +1,7 @@
 // Evaluates a checked filter on in-memory records (spec "Advanced filtering (`filter`)") with OData
 // null semantics, and defines the value order shared with sorting (spec "Sorting" 3: null first).
 import type { ComparisonOperator, FilterNode, Operand } from './ast.js'
+import { utcDay } from '../../values/iso-date.js'
 
 type Item = Record<string, unknown>
 type Resolve = (record: Item, path: readonly string[]) => readonly unknown[]
@@ -81,9 +82,8 @@ function instant (value: unknown, truncate: boolean): unknown {
   if (match === null) return null
   const [, year, month, day, hour, minute, second = '0', fraction = '', sign, offsetHours = '0', offsetMinutes = '0'] = match
   const offset = (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes))
-  // setUTCFullYear, unlike Date.UTC, keeps years 0–99; out-of-range parts roll over.
-  const date = new Date(0)
-  date.setUTCFullYear(Number(year), Number(month) - 1, Number(day))
+  // Out-of-range parts roll over.
+  const date = utcDay(Number(year), Number(month), Number(day))
   date.setUTCHours(Number(hour), Number(minute) - offset, Number(second))
   const micros = Math.round(Number(`0.${fraction}`) * 1e6)
   return date.getTime() + (truncate ? Math.floor(micros / 1000) : micros / 1000)

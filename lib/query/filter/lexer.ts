@@ -1,6 +1,7 @@
 // Tokenizer for `filter=` (spec "Advanced filtering (`filter`)", OData 4.0 $filter subset): literals,
 // property paths and punctuation, each with its character offset so errors can point at it.
 import type { Literal } from './ast.js'
+import { isDate, isDateTime } from '../../values/iso-date.js'
 
 /** Malformed filter text; `position` is the 0-based character offset of the problem. */
 export class FilterSyntaxError extends Error {
@@ -31,28 +32,6 @@ const DATE_LIKE = /\d{4}-\d{2}-\d{2}(?:T[\d:.+\-Z]*)?/y
 const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y
 const NAME = /[A-Za-z_]\w*(?:[/.][A-Za-z_]\w*)*/y
 const WORD_CHAR = /\w/
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
-const DATETIME = /^(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/
-
-/** `YYYY-MM-DD` naming a real calendar day, from 0001 on: no store holds year 0 (stores/values.ts), and PostgreSQL cannot even compare it. */
-export function isDate (text: string): boolean {
-  const match = DATE.exec(text)
-  if (match === null) return false
-  const [year, month, day] = match.slice(1).map(Number)
-  if (year === 0) return false
-  // setUTCFullYear, unlike Date.UTC, does not map years 0–99 to 1900–1999; an impossible day
-  // or month rolls over into another month, which the comparison catches.
-  const date = new Date(0)
-  date.setUTCFullYear(year, month - 1, day)
-  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day
-}
-
-/** `YYYY-MM-DDThh:mm[:ss[.fff]](Z|±hh:mm)` with a real calendar day. */
-export function isDateTime (text: string): boolean {
-  const match = DATETIME.exec(text)
-  return match !== null && isDate(match[1])
-}
 
 function matchAt (pattern: RegExp, text: string, position: number): string | undefined {
   pattern.lastIndex = position

@@ -10,7 +10,7 @@ import { compileList } from './compile.js'
 import type { CompileContext } from './compile.js'
 import { foreignKeyName, migrate } from './ddl.js'
 import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
-import { unstorableText } from '../values.js'
+import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
 import { ident, join, sql, toQuery } from './sql.js'
 import type { Sql } from './sql.js'
@@ -249,7 +249,7 @@ function column (table: Table, field: string): Column {
   return table.columns.get(field) as Column
 }
 
-/** No stored id holds what PostgreSQL cannot keep (values.ts unstorableText). */
+/** No stored id holds what PostgreSQL cannot keep (values/storable.ts unstorableText). */
 function isStorable (text: string): boolean {
   return unstorableText(text) === undefined
 }

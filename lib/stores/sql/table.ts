@@ -2,7 +2,7 @@
 // row codec, resolved once per model from the store's options, never per request.
 import type { FieldModel, FieldType, ResourceModel } from '../../registry/model.js'
 import type { Fields, StoredRecord } from '../store.js'
-import { storedValue } from '../values.js'
+import { storedValue } from '../../values/storable.js'
 import { ident, join, raw, sql, Sql, toQuery } from './sql.js'
 
 /** Maps a resource onto a table someone else manages (or renames ours). */
@@ -164,7 +164,7 @@ function selectColumn (column: Column, dropsLeadingBom: boolean): Sql {
   }
 }
 
-/** A field value for INSERT/UPDATE; one PostgreSQL cannot keep exactly is a 422 naming the field, never altered (values.ts storedValue). */
+/** A field value for INSERT/UPDATE; one PostgreSQL cannot keep exactly is a 422 naming the field, never altered (values/storable.ts storedValue). */
 export function writeValue (col: Column, value: unknown): Sql {
   // Date-times go as the UTC instant to the millisecond (values.ts), which is what reads give back.
   return typed(storedValue(col.field, value ?? null), col.field.type)

@@ -1,27 +1,20 @@
-// Dates and date-times as every store keeps them (issue 6 "Same behaviour as the memory store"):
-// a date-time is stored as its UTC instant to the millisecond, the ISO text the SQL store reads
-// back, so GET and LIST answer the same whichever store holds the record.
+// What every store can keep, checked the same way before any store writes: text without NUL or
+// lone surrogates, finite numbers, safe integers, dates from 0001 to 9999; a date-time is stored as
+// its UTC instant to the millisecond, the ISO text the SQL store reads back, so GET and LIST answer
+// the same whichever store holds the record.
 import { UnprocessableError, withInvalidParams } from '../errors.js'
 import type { FieldModel, ResourceModel } from '../registry/model.js'
-import type { Fields } from './store.js'
+import type { Fields } from '../stores/store.js'
+import { calendarDay, isDate } from './iso-date.js'
 
 // RFC 3339 §5.6 as ajv-formats admits it: `t` or whitespace between date and time, `z`, ±hh,
 // ±hhmm or ±hh:mm offsets, any number of fractional digits, second 60.
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt\s](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)$/
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 // PostgreSQL has no year 0 (its docs, "History of Units": 1 BC precedes AD 1), and the ISO
 // form of a year needs four digits (RFC 3339 §5.6), so 0001–9999.
 const FIRST = Date.parse('0001-01-01T00:00:00.000Z')
 const LAST = Date.parse('9999-12-31T23:59:59.999Z')
 const RANGE = 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z'
-
-/** The calendar day as a Date at midnight UTC, or null when the day does not exist. */
-function calendarDay (year: string, month: string, day: string): Date | null {
-  const date = new Date(0)
-  // setUTCFullYear, unlike Date.UTC, keeps years 0–99.
-  date.setUTCFullYear(Number(year), Number(month) - 1, Number(day))
-  return date.getUTCMonth() === Number(month) - 1 && date.getUTCDate() === Number(day) ? date : null
-}
 
 /**
  * `2020-01-01T12:00:00.0005+02:00` → `2020-01-01T10:00:00.000Z`, as PostgreSQL's timestamptz
@@ -32,18 +25,13 @@ export function normalizeDateTime (text: string): string | null {
   const match = DATE_TIME.exec(text)
   if (match === null) return null
   const [, year, month, day, hour, minute, second, fraction = '', sign, offsetHours = '0', offsetMinutes = '0'] = match
-  const date = calendarDay(year, month, day)
+  const date = calendarDay(Number(year), Number(month), Number(day))
   if (date === null || Number(hour) > 23 || Number(minute) > 59 || Number(second) > 60 || Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return null
   const offset = (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes))
   const micros = Math.round(Number(`0.${fraction}`) * 1e6)
   date.setUTCHours(Number(hour), Number(minute) - offset, Number(second), Math.floor(micros / 1000))
   const time = date.getTime()
   return time >= FIRST && time <= LAST ? date.toISOString() : null
-}
-
-function isDate (text: string): boolean {
-  const match = DATE.exec(text)
-  return match !== null && match[1] !== '0000' && calendarDay(match[1], match[2], match[3]) !== null
 }
 
 /** A 422 naming the field, for a value the store will not keep as given. */

@@ -1,8 +1,8 @@
 // Conditional requests (spec "Request headers": If-Match / If-None-Match; "Errors" 4, 5, 7):
 // ETags from the stored version, and RFC 9110 §13.2.2 evaluation of the preconditions.
 import { createHash } from 'node:crypto'
-import { HeaderInvalidError, PreconditionFailedError, withInvalidParams } from './errors.js'
-import { parseRequestDate } from './security/date-header.js'
+import { HeaderInvalidError, PreconditionFailedError, withInvalidParams } from '../errors.js'
+import { parseHttpDate } from './dates.js'
 
 /** A parsed If-Match / If-None-Match: `*`, or the listed entity tags. */
 export type TagList = '*' | ReadonlyArray<{ readonly weak: boolean, readonly opaque: string }>
@@ -29,7 +29,7 @@ export function parseTagList (header: string | undefined, name: string): TagList
  * The ETag of one representation of a stored version: `"7"` for the full JSON resource, `"7.x1f"`
  * for a variant (projected fields, embedded relations, another format). RFC 9110 §8.8.3 wants
  * strong validators to differ per representation; If-Match accepts the tag of any representation
- * of the current version (issue 4, point 6), and only tags of this shape.
+ * of the current version, and only tags of this shape.
  */
 export function formatETag (version: number, variant: string): string {
   return variant === '' ? `"${version}"` : `"${version}.${variant}"`
@@ -83,18 +83,9 @@ export function readPreconditions (headers: Record<string, string | string[] | u
   }
 }
 
-// RFC 9110 §5.6.7: HTTP-date is IMF-fixdate or the obsolete rfc850-date or asctime-date, all
-// case-sensitive. This checks the shape; parseRequestDate, which also reads the wider RFC 5322
-// forms a Date header may take, checks the names and the calendar.
-const httpDateForms = [
-  /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/, // IMF-fixdate
-  /^[A-Z][a-z]{5,8}, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT$/, // rfc850-date
-  /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/ // asctime-date
-]
-
+// RFC 9110 §5.6.7: only an HTTP-date, not the wider RFC 5322 forms a Date header may take.
 function httpDate (text: string | undefined): Date | undefined {
-  if (text === undefined || !httpDateForms.some(form => form.test(text))) return undefined
-  return parseRequestDate(text) ?? undefined
+  return text === undefined ? undefined : parseHttpDate(text) ?? undefined
 }
 
 export const hasPreconditions = (p: Preconditions) =>
