@@ -1,6 +1,9 @@
-// The error catalogue (spec "Errors"): every error the plugin raises, boot and request alike.
-// Codes are public API; the README lists each one (a test keeps the two in step).
+// The error table (spec "Errors"): one entry per code, boot and request alike, holding its status,
+// title, description and class; the problem renderer, the problem pages and the OpenAPI document
+// read it. Codes are public API; the README lists each one (test/catalogue.test.ts keeps them in step).
+import { STATUS_CODES } from 'node:http'
 import createError from '@fastify/error'
+import type { FastifyErrorConstructor } from '@fastify/error'
 
 export interface InvalidParam { readonly name: string, readonly reason: string }
 
@@ -20,66 +23,114 @@ export function withHeaders<E extends Error> (error: E, headers: Record<string, 
   return Object.assign(error, { headers })
 }
 
+/** One code of the table. */
+export interface ErrorEntry {
+  readonly code: string
+  /** The HTTP status it answers with; boot errors carry 500 but are never answered. */
+  readonly status: number
+  /** The problem `title` (RFC 7807 §3.1): the status's reason phrase. */
+  readonly title: string
+  /** When it is raised: the text of its problem page, and of the OpenAPI document where it alone has its status. */
+  readonly description: string
+  /** `not-found` for `API_ERR_NOT_FOUND`: the end of its problem `type` URL. */
+  readonly slug: string
+  /** Thrown while registering, never answered: it has no problem type. */
+  readonly boot: boolean
+  /**
+   * Where several codes share a status, the one a coded error of that status from elsewhere (a
+   * plugin, the host) is answered with; a status with one code needs no mark.
+   */
+  readonly forStatus: boolean
+  readonly ErrorClass: FastifyErrorConstructor<{ code: string }, any[]>
+}
+
+/** `API_ERR_NOT_FOUND` → `not-found`. */
+export const problemSlug = (code: string) => code.replace(/^API_ERR_/, '').toLowerCase().replaceAll('_', '-')
+
+const table = new Map<string, ErrorEntry>()
+/** Every code, in the order declared below. */
+export const errorTable: ReadonlyMap<string, ErrorEntry> = table
+
+// A class is made by @fastify/error as ever, so its type stays what it was; its code and status are read off an instance.
+function enter<C extends FastifyErrorConstructor<{ code: string }, any[]>> (ErrorClass: C, description: string, kind: { boot?: true, forStatus?: true } = {}): C {
+  const { code, statusCode } = new ErrorClass()
+  const status = statusCode as number
+  table.set(code, { code, status, title: STATUS_CODES[status] as string, description, slug: problemSlug(code), boot: kind.boot === true, forStatus: kind.forStatus === true, ErrorClass })
+  return ErrorClass
+}
+
 // Boot errors: thrown while registering, they name the option path and the value received.
-export const OptionsInvalidError = createError<[string]>('API_ERR_OPTIONS_INVALID', 'Invalid api-conventions options: %s', 500, TypeError)
-export const ResourceInvalidError = createError<[string, string]>('API_ERR_RESOURCE_INVALID', 'Invalid resource %s: %s', 500, TypeError)
+const boot = { boot: true } as const
+export const OptionsInvalidError = enter(createError<[string]>('API_ERR_OPTIONS_INVALID', 'Invalid api-conventions options: %s', 500, TypeError),
+  'A plugin option is invalid (thrown at registration).', boot)
+export const ResourceInvalidError = enter(createError<[string, string]>('API_ERR_RESOURCE_INVALID', 'Invalid resource %s: %s', 500, TypeError),
+  'A resource definition is invalid (thrown at registration).', boot)
 
 // Request errors. 4xx are answers, not faults: nothing reads their stack, and capturing it cost about
 // a seventh of a 400's CPU (benchmarks/README.md), so they skip it; 5xx keep theirs for the log.
 const noStack = false
-export const QueryInvalidError = createError('API_ERR_QUERY_INVALID', 'One or more query parameters are invalid.', 400, Error, noStack)
-export const BodyInvalidError = createError('API_ERR_BODY_INVALID', 'The request body does not match the resource schema.', 400, Error, noStack)
-export const BodyMalformedError = createError<[string]>('API_ERR_BODY_MALFORMED', 'The request body could not be parsed: %s', 400, Error, noStack)
-export const BadUrlError = createError('API_ERR_BAD_URL', 'The request URL cannot be decoded.', 400, Error, noStack)
-export const HeaderInvalidError = createError('API_ERR_HEADER_INVALID', 'One or more request headers are invalid.', 400, Error, noStack)
-export const IdMismatchError = createError<[string]>('API_ERR_ID_MISMATCH', 'The %s in the body differs from the one in the path.', 400, Error, noStack)
-export const UnauthorizedError = createError('API_ERR_UNAUTHORIZED', 'Valid credentials are required.', 401, Error, noStack)
-export const ForbiddenError = createError<[string]>('API_ERR_FORBIDDEN', '%s', 403, Error, noStack)
-export const NotFoundError = createError<[string]>('API_ERR_NOT_FOUND', '%s was not found.', 404, Error, noStack)
-export const MethodNotAllowedError = createError<[string, string]>('API_ERR_METHOD_NOT_ALLOWED', 'Method %s is not allowed here; allowed: %s.', 405, Error, noStack)
-export const NotAcceptableError = createError<[string]>('API_ERR_NOT_ACCEPTABLE', 'None of the media types in Accept can be produced; available: %s.', 406, Error, noStack)
-export const RequestTimeoutError = createError('API_ERR_REQUEST_TIMEOUT', 'The request took too long to arrive.', 408, Error, noStack)
-export const ConflictError = createError<[string]>('API_ERR_CONFLICT', '%s', 409, Error, noStack)
-export const PreconditionFailedError = createError<[string]>('API_ERR_PRECONDITION_FAILED', '%s', 412, Error, noStack)
-export const BodyTooLargeError = createError<[number]>('API_ERR_BODY_TOO_LARGE', 'The request body is larger than %d bytes.', 413, Error, noStack)
-export const UriTooLongError = createError<[number]>('API_ERR_URI_TOO_LONG', 'The request URL is longer than %d characters.', 414, Error, noStack)
-export const UnsupportedMediaTypeError = createError<[string]>('API_ERR_UNSUPPORTED_MEDIA_TYPE', '%s', 415, Error, noStack)
-export const ExpectationFailedError = createError('API_ERR_EXPECTATION_FAILED', 'The server cannot meet the expectation in the Expect header; only 100-continue is supported.', 417, Error, noStack)
-export const UnprocessableError = createError<[string]>('API_ERR_UNPROCESSABLE', '%s', 422, Error, noStack)
-export const PreconditionRequiredError = createError<[string]>('API_ERR_PRECONDITION_REQUIRED', '%s', 428, Error, noStack)
-export const RateLimitedError = createError<[string]>('API_ERR_RATE_LIMITED', 'Too many requests; retry after %s seconds.', 429, Error, noStack)
-export const HeadersTooLargeError = createError('API_ERR_HEADERS_TOO_LARGE', 'The request headers are too large.', 431, Error, noStack)
-export const InternalError = createError('API_ERR_INTERNAL', 'An unexpected error occurred.', 500)
-export const StoreUnavailableError = createError('API_ERR_STORE_UNAVAILABLE', 'The data store is unavailable; retry later.', 503)
-export const HandlerTimeoutError = createError('API_ERR_HANDLER_TIMEOUT', 'The request took too long to process; retry later.', 503)
-export const ServiceUnavailableError = createError('API_ERR_SERVICE_UNAVAILABLE', 'The service is unavailable (for example shutting down); retry later.', 503)
+const forStatus = { forStatus: true } as const
+export const QueryInvalidError = enter(createError('API_ERR_QUERY_INVALID', 'One or more query parameters are invalid.', 400, Error, noStack),
+  'A query parameter is unknown, malformed or out of range (filter, sort, fields, paging, simple filters); invalidParams names each one.')
+export const BodyInvalidError = enter(createError('API_ERR_BODY_INVALID', 'The request body does not match the resource schema.', 400, Error, noStack),
+  'The body does not match the resource schema, sets a read-only field such as the id, or has unknown members; invalidParams names each field.')
+export const BodyMalformedError = enter(createError<[string]>('API_ERR_BODY_MALFORMED', 'The request body could not be parsed: %s', 400, Error, noStack),
+  'The body is not well-formed for its Content-Type (for example broken JSON, or an empty JSON body).', forStatus)
+export const BadUrlError = enter(createError('API_ERR_BAD_URL', 'The request URL cannot be decoded.', 400, Error, noStack),
+  'The URL has a malformed percent-encoding or otherwise cannot be decoded.')
+export const HeaderInvalidError = enter(createError('API_ERR_HEADER_INVALID', 'One or more request headers are invalid.', 400, Error, noStack),
+  'A request header is malformed (Date, audit headers, conditional headers); invalidParams names it.')
+export const IdMismatchError = enter(createError<[string]>('API_ERR_ID_MISMATCH', 'The %s in the body differs from the one in the path.', 400, Error, noStack),
+  'A replace body carries an id that differs from the id in the path.')
+export const UnauthorizedError = enter(createError('API_ERR_UNAUTHORIZED', 'Valid credentials are required.', 401, Error, noStack),
+  'Credentials are missing, malformed or not valid; WWW-Authenticate names the method.')
+export const ForbiddenError = enter(createError<[string]>('API_ERR_FORBIDDEN', '%s', 403, Error, noStack),
+  'The credentials are valid but do not allow this operation, or the Origin is not allowed.')
+export const NotFoundError = enter(createError<[string]>('API_ERR_NOT_FOUND', '%s was not found.', 404, Error, noStack),
+  'No resource or route exists at this address.')
+export const MethodNotAllowedError = enter(createError<[string, string]>('API_ERR_METHOD_NOT_ALLOWED', 'Method %s is not allowed here; allowed: %s.', 405, Error, noStack),
+  'The address exists but does not support this method; Allow lists those it does.')
+export const NotAcceptableError = enter(createError<[string]>('API_ERR_NOT_ACCEPTABLE', 'None of the media types in Accept can be produced; available: %s.', 406, Error, noStack),
+  'No representation matches the Accept header.')
+export const RequestTimeoutError = enter(createError('API_ERR_REQUEST_TIMEOUT', 'The request took too long to arrive.', 408, Error, noStack),
+  'The request did not arrive in time.')
+export const ConflictError = enter(createError<[string]>('API_ERR_CONFLICT', '%s', 409, Error, noStack),
+  'The request conflicts with the current state of the resource (for example deleting a parent that still has children, or a duplicate unique value).')
+export const PreconditionFailedError = enter(createError<[string]>('API_ERR_PRECONDITION_FAILED', '%s', 412, Error, noStack),
+  'If-Match or If-Unmodified-Since did not hold; nothing was changed.')
+export const BodyTooLargeError = enter(createError<[number]>('API_ERR_BODY_TOO_LARGE', 'The request body is larger than %d bytes.', 413, Error, noStack),
+  'The body exceeds the configured size limit.')
+export const UriTooLongError = enter(createError<[number]>('API_ERR_URI_TOO_LONG', 'The request URL is longer than %d characters.', 414, Error, noStack),
+  'The request URL exceeds the configured length limit.')
+export const UnsupportedMediaTypeError = enter(createError<[string]>('API_ERR_UNSUPPORTED_MEDIA_TYPE', '%s', 415, Error, noStack),
+  'Content-Type is missing on a request that needs a body, or names a type this operation does not accept.')
+export const ExpectationFailedError = enter(createError('API_ERR_EXPECTATION_FAILED', 'The server cannot meet the expectation in the Expect header; only 100-continue is supported.', 417, Error, noStack),
+  'The Expect header names an expectation other than 100-continue, which is the only one this server meets.')
+export const UnprocessableError = enter(createError<[string]>('API_ERR_UNPROCESSABLE', '%s', 422, Error, noStack),
+  'The body is well-formed but refers to something that does not exist (for example an unknown related id).')
+export const PreconditionRequiredError = enter(createError<[string]>('API_ERR_PRECONDITION_REQUIRED', '%s', 428, Error, noStack),
+  'This server requires If-Match on writes, so that updates are never lost.')
+export const RateLimitedError = enter(createError<[string]>('API_ERR_RATE_LIMITED', 'Too many requests; retry after %s seconds.', 429, Error, noStack),
+  'Too many requests in the current window; Retry-After says when to try again.')
+export const HeadersTooLargeError = enter(createError('API_ERR_HEADERS_TOO_LARGE', 'The request headers are too large.', 431, Error, noStack),
+  'The request headers exceed the configured size limit.')
+export const InternalError = enter(createError('API_ERR_INTERNAL', 'An unexpected error occurred.', 500),
+  'An unexpected error; the details are in the server log, never in the response.')
+export const StoreUnavailableError = enter(createError('API_ERR_STORE_UNAVAILABLE', 'The data store is unavailable; retry later.', 503),
+  'The data store cannot be reached; Retry-After says when to try again.')
+export const HandlerTimeoutError = enter(createError('API_ERR_HANDLER_TIMEOUT', 'The request took too long to process; retry later.', 503),
+  'Processing the request took longer than the configured handler timeout; nothing is known to have been written, retry later.')
+export const ServiceUnavailableError = enter(createError('API_ERR_SERVICE_UNAVAILABLE', 'The service is unavailable (for example shutting down); retry later.', 503),
+  'The service cannot answer now, for example while it shuts down; retry later.', forStatus)
 
-/** When each request error is raised: served on its problem `type` page and listed in the README. */
-export const problemDescriptions: Readonly<Record<string, string>> = {
-  API_ERR_QUERY_INVALID: 'A query parameter is unknown, malformed or out of range (filter, sort, fields, paging, simple filters); invalidParams names each one.',
-  API_ERR_BODY_INVALID: 'The body does not match the resource schema, sets a read-only field such as the id, or has unknown members; invalidParams names each field.',
-  API_ERR_BODY_MALFORMED: 'The body is not well-formed for its Content-Type (for example broken JSON, or an empty JSON body).',
-  API_ERR_BAD_URL: 'The URL has a malformed percent-encoding or otherwise cannot be decoded.',
-  API_ERR_HEADER_INVALID: 'A request header is malformed (Date, audit headers, conditional headers); invalidParams names it.',
-  API_ERR_ID_MISMATCH: 'A replace body carries an id that differs from the id in the path.',
-  API_ERR_UNAUTHORIZED: 'Credentials are missing, malformed or not valid; WWW-Authenticate names the method.',
-  API_ERR_FORBIDDEN: 'The credentials are valid but do not allow this operation, or the Origin is not allowed.',
-  API_ERR_NOT_FOUND: 'No resource or route exists at this address.',
-  API_ERR_METHOD_NOT_ALLOWED: 'The address exists but does not support this method; Allow lists those it does.',
-  API_ERR_NOT_ACCEPTABLE: 'No representation matches the Accept header.',
-  API_ERR_REQUEST_TIMEOUT: 'The request did not arrive in time.',
-  API_ERR_CONFLICT: 'The request conflicts with the current state of the resource (for example deleting a parent that still has children, or a duplicate unique value).',
-  API_ERR_PRECONDITION_FAILED: 'If-Match or If-Unmodified-Since did not hold; nothing was changed.',
-  API_ERR_BODY_TOO_LARGE: 'The body exceeds the configured size limit.',
-  API_ERR_URI_TOO_LONG: 'The request URL exceeds the configured length limit.',
-  API_ERR_UNSUPPORTED_MEDIA_TYPE: 'Content-Type is missing on a request that needs a body, or names a type this operation does not accept.',
-  API_ERR_EXPECTATION_FAILED: 'The Expect header names an expectation other than 100-continue, which is the only one this server meets.',
-  API_ERR_UNPROCESSABLE: 'The body is well-formed but refers to something that does not exist (for example an unknown related id).',
-  API_ERR_PRECONDITION_REQUIRED: 'This server requires If-Match on writes, so that updates are never lost.',
-  API_ERR_RATE_LIMITED: 'Too many requests in the current window; Retry-After says when to try again.',
-  API_ERR_HEADERS_TOO_LARGE: 'The request headers exceed the configured size limit.',
-  API_ERR_INTERNAL: 'An unexpected error; the details are in the server log, never in the response.',
-  API_ERR_STORE_UNAVAILABLE: 'The data store cannot be reached; Retry-After says when to try again.',
-  API_ERR_HANDLER_TIMEOUT: 'Processing the request took longer than the configured handler timeout; nothing is known to have been written, retry later.',
-  API_ERR_SERVICE_UNAVAILABLE: 'The service cannot answer now, for example while it shuts down; retry later.'
+const requestErrors = [...table.values()].filter(entry => !entry.boot)
+
+/** When each request error is raised, by code: served on its problem `type` page. */
+export const problemDescriptions: Readonly<Record<string, string>> = Object.fromEntries(requestErrors.map(entry => [entry.code, entry.description]))
+
+const byStatus = new Map<number, string>()
+for (const entry of requestErrors) {
+  if (entry.forStatus || !byStatus.has(entry.status)) byStatus.set(entry.status, entry.code)
 }
+/** The code a coded error from elsewhere (a 4xx from a plugin, say) gets by its status alone. */
+export const codeOfStatus: ReadonlyMap<number, string> = byStatus

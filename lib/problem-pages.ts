@@ -1,8 +1,7 @@
 // Documentation of each problem `type` (issue 2, point 4): `{prefix}/problems/{slug}` answers a
 // short page naming the code, its status and when it is raised; `{prefix}/problems` lists them.
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { NotFoundError, problemDescriptions } from './errors.js'
-import { problemSlug } from './problem.js'
+import { NotFoundError, errorTable } from './errors.js'
 import { problemTypeRouteSchema, problemTypesRouteSchema } from './routes/route-schema.js'
 import type { SchemaOptions } from './routes/route-schema.js'
 
@@ -16,8 +15,8 @@ export function registerProblemPages (app: FastifyInstance, allow: (pattern: str
   const base = `${app.prefix}/problems`
   const pages = new Map<string, string>()
   const items: string[] = []
-  for (const [code, description] of Object.entries(problemDescriptions)) {
-    const slug = problemSlug(code)
+  for (const { code, description, slug, boot } of errorTable.values()) {
+    if (boot) continue
     pages.set(slug, page(code, `<h1>${code}</h1><p>${escape(description)}</p><p><a href="${base}/">All problem types</a></p>`))
     items.push(`<li id="${slug}"><a href="${base}/${slug}"><code>${code}</code></a>: ${escape(description)}</li>`)
   }

@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http'
 import fastJson from 'fast-json-stringify'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, withHeaders } from './errors.js'
+import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, codeOfStatus, errorTable, problemSlug, withHeaders } from './errors.js'
 import type { InvalidParam, ProblemExtras } from './errors.js'
 import { toInvalidParams } from './validation.js'
 import { addVary, wantsXmlProblem } from './http/negotiation.js'
@@ -46,28 +46,6 @@ const fastifyCodes: Readonly<Record<string, string>> = {
   FST_ERR_REQ_INVALID_VALIDATION_INVOCATION: 'API_ERR_INTERNAL',
   FST_ERR_HANDLER_TIMEOUT: 'API_ERR_HANDLER_TIMEOUT'
 }
-// Other coded errors (from plugins the host or we register), by status.
-const statusCodes: Readonly<Record<number, string>> = {
-  400: 'API_ERR_BODY_MALFORMED',
-  401: 'API_ERR_UNAUTHORIZED',
-  403: 'API_ERR_FORBIDDEN',
-  404: 'API_ERR_NOT_FOUND',
-  405: 'API_ERR_METHOD_NOT_ALLOWED',
-  406: 'API_ERR_NOT_ACCEPTABLE',
-  408: 'API_ERR_REQUEST_TIMEOUT',
-  409: 'API_ERR_CONFLICT',
-  412: 'API_ERR_PRECONDITION_FAILED',
-  413: 'API_ERR_BODY_TOO_LARGE',
-  414: 'API_ERR_URI_TOO_LONG',
-  415: 'API_ERR_UNSUPPORTED_MEDIA_TYPE',
-  417: 'API_ERR_EXPECTATION_FAILED',
-  422: 'API_ERR_UNPROCESSABLE',
-  428: 'API_ERR_PRECONDITION_REQUIRED',
-  429: 'API_ERR_RATE_LIMITED',
-  431: 'API_ERR_HEADERS_TOO_LARGE',
-  503: 'API_ERR_SERVICE_UNAVAILABLE'
-}
-
 // What a refusal raised without invalidParams (by Fastify's body parsing, say) can only be about.
 const impliedParams: Readonly<Record<string, readonly InvalidParam[]>> = {
   API_ERR_UNSUPPORTED_MEDIA_TYPE: [{ name: 'Content-Type', reason: 'no body of this media type is accepted here' }],
@@ -81,9 +59,6 @@ const retryable: Readonly<Record<string, string>> = {
   API_ERR_SERVICE_UNAVAILABLE: new ServiceUnavailableError().message
 }
 
-/** `API_ERR_NOT_FOUND` → `not-found`. */
-export const problemSlug = (code: string) => code.replace(/^API_ERR_/, '').toLowerCase().replaceAll('_', '-')
-
 export interface ProblemOptions {
   readonly errorFormat: 'flat' | 'envelope'
   /** `/v1/problems/`, or a configured base. */
@@ -92,8 +67,51 @@ export interface ProblemOptions {
   readonly allowedMethods: (path: string) => readonly string[] | undefined
 }
 
-/** `code` undefined: a status with no catalogue entry, typed `about:blank` (RFC 7807 §4.2). */
-interface Problem { code: string | undefined, status: number, detail: string, invalidParams?: readonly InvalidParam[], headers?: Record<string, string> }
+/** A problem to answer; `code` undefined: a status with no catalogue entry, typed `about:blank` (RFC 7807 §4.2). */
+export interface Problem {
+  readonly code: string | undefined
+  readonly status: number
+  readonly detail: string
+  readonly invalidParams?: readonly InvalidParam[]
+  readonly headers?: Record<string, string>
+}
+
+/** The members of a problem, as problemSchema lists them. */
+export interface ProblemBody {
+  readonly type: string
+  readonly title: string
+  readonly status: number
+  readonly detail: string
+  readonly instance: string | undefined
+  readonly invalidParams: readonly InvalidParam[] | undefined
+}
+
+/**
+ * The one builder of problem bodies (STYLE §6), for the renderer below and for the socket and
+ * router handlers the host installs (security/limits.ts). `form` is `errorFormat` unless the body
+ * is written as XML, whose one form is the flat <problem> (RFC 7807 Appendix A).
+ */
+export function problemBodyBuilder (options: Pick<ProblemOptions, 'errorFormat' | 'typeBase'>) {
+  // The type URL of each code, made once.
+  const typeUrls = new Map<string, string>()
+  const typeOf = (code: string) => {
+    let url = typeUrls.get(code)
+    if (url === undefined) typeUrls.set(code, url = options.typeBase + problemSlug(code))
+    return url
+  }
+  return function problemBody (problem: Problem, instance: string | undefined, form = options.errorFormat): ProblemBody | { errors: ProblemBody } {
+    const body: ProblemBody = {
+      type: problem.code === undefined ? 'about:blank' : typeOf(problem.code),
+      // The title belongs to the type (RFC 7807 §3.1); a status of no catalogue code gets its reason phrase.
+      title: (problem.code === undefined ? undefined : errorTable.get(problem.code)?.title) ?? STATUS_CODES[problem.status] ?? 'Error',
+      status: problem.status,
+      detail: problem.detail,
+      instance,
+      invalidParams: problem.invalidParams
+    }
+    return form === 'flat' ? body : { errors: body }
+  }
+}
 
 function describe (error: FastifyError & ProblemExtras, request: FastifyRequest): Problem {
   if (error.validation !== undefined) {
@@ -101,7 +119,7 @@ function describe (error: FastifyError & ProblemExtras, request: FastifyRequest)
   }
   // Anything thrown without an error status (a plain Error, or a stray 2xx/3xx) is an unexpected 500.
   const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500
-  const code = error.code?.startsWith('API_ERR_') === true ? error.code : fastifyCodes[error.code] ?? statusCodes[status]
+  const code = error.code?.startsWith('API_ERR_') === true ? error.code : fastifyCodes[error.code] ?? codeOfStatus.get(status)
   if (status >= 500) {
     request.log.error({ err: error }, 'request failed')
     // 5xx details are always the catalogue's words: a driver's message may name hosts or queries.
@@ -116,33 +134,19 @@ function describe (error: FastifyError & ProblemExtras, request: FastifyRequest)
 export function installProblemHandlers (app: FastifyInstance, options: ProblemOptions) {
   const serialize = fastJson(problemBodySchema(options.errorFormat) as Parameters<typeof fastJson>[0])
   const writeProblemXml = createProblemXmlWriter(problemSchema)
-
-  // The type URL of each code, made once.
-  const typeUrls = new Map<string, string>()
-  const typeOf = (code: string) => {
-    let url = typeUrls.get(code)
-    if (url === undefined) typeUrls.set(code, url = options.typeBase + problemSlug(code))
-    return url
-  }
+  const problemBody = problemBodyBuilder(options)
 
   function sendProblem (reply: FastifyReply, request: FastifyRequest, problem: Problem) {
-    const body = {
-      type: problem.code === undefined ? 'about:blank' : typeOf(problem.code),
-      title: STATUS_CODES[problem.status] ?? 'Error',
-      status: problem.status,
-      detail: problem.detail,
-      instance: request.url.split('?', 1)[0],
-      invalidParams: problem.invalidParams
-    }
+    const instance = request.url.split('?', 1)[0]
     if (problem.headers !== undefined) reply.headers(problem.headers)
     // Accept picks the problem's form (on a route of one type, whether it is a 406), before its check too (RFC 9110 §12.5.5).
     addVary(reply, 'Accept')
     // Accept preferring XML gets RFC 7807 Appendix A, whose one form is <problem>, whatever errorFormat says.
     if (wantsXmlProblem(request)) {
-      return reply.code(problem.status).type(problemXmlMediaType).serializer(writeProblemXml).send(body)
+      return reply.code(problem.status).type(problemXmlMediaType).serializer(writeProblemXml).send(problemBody(problem, instance, 'flat'))
     }
     reply.code(problem.status).type(problemMediaType).serializer(serialize)
-    return reply.send(options.errorFormat === 'flat' ? body : { errors: body })
+    return reply.send(problemBody(problem, instance))
   }
 
   /** 404, or 405 with Allow where the path exists but not for this method. */

@@ -10,6 +10,7 @@ import type { ResolvedOptions } from '../options.js'
 import { problemTypes, produced } from '../http/negotiation.js'
 import { maxAuditHeaderLength } from '../security/audit-headers.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
+import { errorTable } from '../errors.js'
 import { bodyTypes } from '../http/body-types.js'
 import type { RouteContext } from './context.js'
 
@@ -109,28 +110,28 @@ const validators = {
   'Last-Modified': { type: 'string', description: 'Time of the last write, as an HTTP date. Not sent with expand or include: related records change without moving it.' }
 }
 
-/** Why each status can happen; operations refine the text where they know more. */
-const reasons: Readonly<Record<number, string>> = {
+// Why each status can happen; operations refine the text where they know more. A status only one
+// code answers with is told by that code's description in the error table (errors.ts), with what
+// the document adds; the text is here where several codes share the status, or where the document
+// can be more precise than the problem page.
+const sharedReasons: Readonly<Record<number, string>> = {
   400: 'a query parameter, header or the body is invalid; invalidParams names each one.',
-  401: 'credentials are missing, malformed or not valid; WWW-Authenticate names the method.',
-  403: 'the Origin is not allowed, or the credentials do not allow this operation.',
-  404: 'no such resource.',
-  405: 'a method this path does not list; Allow names the ones it does. (Each operation of the path shows it.)',
-  406: 'Accept names no media type this operation produces.',
-  408: 'the request took too long to arrive; answered at the connection, before routing, when the host installs createClientErrorHandler.',
-  409: 'the request conflicts with the current state of the resource.',
   412: 'a precondition (If-Match, If-None-Match, If-Unmodified-Since) does not hold; nothing changed.',
-  413: 'the body is larger than the configured limit.',
   414: 'the query string is longer than maxQueryLength.',
   415: 'Content-Type is missing, not accepted here, or names a charset other than UTF-8.',
-  417: 'Expect names an expectation other than 100-continue.',
-  422: 'a relation field names a related resource that does not exist.',
-  428: 'this server requires If-Match on writes.',
-  429: 'too many requests; Retry-After says when to try again.',
-  431: 'the request headers are too large; answered at the connection, before routing, when the host installs createClientErrorHandler.',
-  500: 'an unexpected error; details are logged, never returned.',
   503: 'the data store is unavailable, or the handler ran out of time; retry later.'
 }
+const atConnection = 'Answered at the connection, before routing, when the host installs createClientErrorHandler.'
+const documentNotes: Readonly<Record<number, string>> = { 405: 'Each operation of the path shows it.', 408: atConnection, 431: atConnection }
+const requestErrors = [...errorTable.values()].filter(entry => !entry.boot)
+const reasons: Record<number, string> = {}
+for (const entry of requestErrors) {
+  if (requestErrors.some(other => other !== entry && other.status === entry.status)) continue
+  // "Unauthorized: credentials are missing …"; a description opening with a header name keeps its capital.
+  const reason = entry.description.replace(/^[A-Z][a-z]*(?=[\s,;])/, word => word.toLowerCase())
+  reasons[entry.status] = entry.status in documentNotes ? `${reason} ${documentNotes[entry.status]}` : reason
+}
+Object.assign(reasons, sharedReasons)
 const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
   401: { 'WWW-Authenticate': { type: 'string', description: 'The authentication method and realm, e.g. Bearer realm="api".' } },
   405: { Allow: { type: 'string', description: 'The methods this path allows.' } },

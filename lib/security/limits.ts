@@ -6,8 +6,9 @@ import { STATUS_CODES } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { BadUrlError, ExpectationFailedError, HeaderInvalidError, NotFoundError, OptionsInvalidError, UriTooLongError, withInvalidParams } from '../errors.js'
-import { problemMediaType, problemSlug } from '../problem.js'
+import { BadUrlError, ExpectationFailedError, HeaderInvalidError, HeadersTooLargeError, NotFoundError, OptionsInvalidError, RequestTimeoutError, UriTooLongError, withInvalidParams } from '../errors.js'
+import { problemBodyBuilder, problemMediaType } from '../problem.js'
+import type { Problem } from '../problem.js'
 import { securityHeaders } from './headers.js'
 import { stampRequestId } from './request-id.js'
 import { kPluginPrefixes, kUnmetExpectation } from '../symbols.js'
@@ -90,10 +91,27 @@ export function protocolCheck (request: FastifyRequest) {
   if (raw.headers.host === undefined && raw.httpVersion === '1.1') throw withInvalidParams(new HeaderInvalidError(), [{ name: 'Host', reason: 'is required in HTTP/1.1 (RFC 9112 §3.2)' }])
 }
 
-const socketErrors: Readonly<Record<string, readonly [number, string, string]>> = {
-  HPE_HEADER_OVERFLOW: [431, 'API_ERR_HEADERS_TOO_LARGE', 'The request headers are too large.'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'API_ERR_REQUEST_TIMEOUT', 'The request took too long to arrive.']
+/** What the host tells the handlers below: the plugin's `prefix` (or its `problemTypeBase`) and `errorFormat`. */
+interface HostProblemOptions {
+  readonly prefix?: string
+  readonly problemTypeBase?: string
+  readonly errorFormat?: 'flat' | 'envelope'
 }
+
+// The host's handlers build their bodies as the plugin's renderer does, from what the plugin is told.
+const hostProblemBody = (options: HostProblemOptions) => problemBodyBuilder({
+  typeBase: options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`,
+  errorFormat: options.errorFormat === 'envelope' ? 'envelope' : 'flat'
+})
+
+const problemOf = (error: Error & { code: string, statusCode?: number }): Problem => ({ code: error.code, status: error.statusCode as number, detail: error.message })
+
+const socketErrors: Readonly<Record<string, Problem>> = {
+  HPE_HEADER_OVERFLOW: problemOf(new HeadersTooLargeError()),
+  ERR_HTTP_REQUEST_TIMEOUT: problemOf(new RequestTimeoutError())
+}
+// Whatever else Node cannot parse; the request never became a request, so no catalogue text fits it.
+const notHttp: Problem = { code: 'API_ERR_BODY_MALFORMED', status: 400, detail: 'The request is not valid HTTP.' }
 
 /**
  * Fastify's `clientErrorHandler` server option: what Node refuses before any route runs (headers
@@ -102,15 +120,15 @@ const socketErrors: Readonly<Record<string, readonly [number, string, string]>> 
  * @example
  * const app = Fastify({ http: { maxHeaderSize: 16384 }, requestTimeout: 30000, clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }) })
  */
-export function createClientErrorHandler (options: { readonly prefix?: string, readonly problemTypeBase?: string, readonly errorFormat?: 'flat' | 'envelope' } = {}) {
-  const typeBase = options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`
+export function createClientErrorHandler (options: HostProblemOptions = {}) {
+  const problemBody = hostProblemBody(options)
   const security = Object.entries(securityHeaders()).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   const responses = new Map<string, readonly [string, string]>()
-  for (const [key, [status, code, detail]] of [...Object.entries(socketErrors), ['other', [400, 'API_ERR_BODY_MALFORMED', 'The request is not valid HTTP.']] as const]) {
-    const problem = { type: typeBase + problemSlug(code), title: STATUS_CODES[status], status, detail }
-    const body = JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem)
+  for (const [key, problem] of [...Object.entries(socketErrors), ['other', notHttp] as const]) {
+    // No request line was understood, so there is no `instance` to name.
+    const body = JSON.stringify(problemBody(problem, undefined))
     responses.set(key, [
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${problemMediaType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\nContent-Type: ${problemMediaType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `${security}Connection: close\r\nRequest-Id: `,
       `\r\n\r\n${body}`
     ])
@@ -132,18 +150,14 @@ export function createClientErrorHandler (options: { readonly prefix?: string, r
  * @example
  * const app = Fastify({ frameworkErrors: createFrameworkErrorHandler({ prefix: '/v1' }) })
  */
-export function createFrameworkErrorHandler (options: { readonly prefix?: string, readonly problemTypeBase?: string, readonly errorFormat?: 'flat' | 'envelope' } = {}) {
-  const typeBase = options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`
+export function createFrameworkErrorHandler (options: HostProblemOptions = {}) {
+  const problemBody = hostProblemBody(options)
   const security = securityHeaders()
   return function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const path = request.url.split('?', 1)[0]
-    const [status, code, detail] = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? [404, 'API_ERR_NOT_FOUND', new NotFoundError(path).message]
-      : [400, 'API_ERR_BAD_URL', new BadUrlError().message]
-    const problem = { type: typeBase + problemSlug(code), title: STATUS_CODES[status], status, detail, instance: path }
+    const problem = problemOf(error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new NotFoundError(path) : new BadUrlError())
     request.log.info({ err: error }, 'request rejected before routing')
     stampRequestId(request, reply)
-    reply.code(status).type(problemMediaType).headers(security)
-      .send(JSON.stringify(options.errorFormat === 'envelope' ? { errors: problem } : problem))
+    reply.code(problem.status).type(problemMediaType).headers(security).send(JSON.stringify(problemBody(problem, path)))
   }
 }
