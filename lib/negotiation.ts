@@ -18,6 +18,10 @@ function offersOf (types: readonly string[]): string[] {
 /** Route `config` of a route that answers another media type (the HTML problem pages, docs). */
 export interface ProducesConfig { readonly produces?: readonly string[] }
 
+declare module 'fastify' {
+  interface FastifyContextConfig extends ProducesConfig {}
+}
+
 export function createAcceptCheck (formats: ResponseFormats) {
   /** The request edge's last step (security/edge.ts): 406 when nothing we produce is acceptable. */
   return function checkAccept (request: FastifyRequest, reply: FastifyReply) {

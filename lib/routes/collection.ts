@@ -1,8 +1,7 @@
 // Collection routes (spec "Operations"): LIST, CREATE and QUERY CAPABILITIES on /{resources},
 // and the nested collections /{parents}/{id}/{children} of one-to-many relations.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
-import { capabilitiesRouteSchema, createRouteSchema, listRouteSchema, nestedListRouteSchema, schemaOptionsFor } from './route-schema.js'
 import { attachRelated, countPastEnd, itemPath, listBody, project, singleBody } from '../envelope/index.js'
 import { parseListQuery } from '../query/list-query.js'
 import type { ListRequest, RawQuery } from '../query/list-query.js'
@@ -10,61 +9,34 @@ import type { FilterNode } from '../query/filter/ast.js'
 import { evaluatePreconditions, formatETag, readPreconditions, unversioned, variantTag } from '../conditional.js'
 import { NotFoundError } from '../errors.js'
 import type { Fields } from '../stores/store.js'
-import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
-import { requireBodyType } from './body-type.js'
-import { capabilitiesHandler, normalizeRecord, writeHeaders } from './shared.js'
+import { normalizeRecord, writeHeaders } from './shared.js'
 import { formatVariant } from '../formats/negotiate.js'
 
-export function registerCollectionRoutes (app: FastifyInstance, model: ResourceModel, context: RouteContext) {
-  const schemaOptions = schemaOptionsFor(context, model)
-  const path = `/${model.name}`
-  const base = `${context.envelope.prefix}${path}`
-  const methods: string[] = []
-
-  if (model.operations.has('list')) {
-    methods.push('GET', 'HEAD')
-    app.get(path, {
-      schema: listRouteSchema(model, schemaOptions)
-    }, async function listResources (request: FastifyRequest, reply: FastifyReply) {
+/** The handlers of a resource's collection: LIST and CREATE (routes/table.ts places them). */
+export function collectionHandlers (model: ResourceModel, context: RouteContext) {
+  const base = `${context.envelope.prefix}/${model.name}`
+  return {
+    list: async function listResources (request: FastifyRequest, reply: FastifyReply) {
       const parsed = parseListQuery(model, request.query as RawQuery, context.query, base)
       if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
       return listPage(context, model, base, parsed, null)
-    })
-  }
-
-  if (model.operations.has('create')) {
-    methods.push('POST')
-    app.post(path, {
-      onRequest: requireBodyType(bodyTypes.create),
-      schema: createRouteSchema(model, schemaOptions)
-    }, async function createResource (request: FastifyRequest, reply: FastifyReply) {
+    },
+    create: async function createResource (request: FastifyRequest, reply: FastifyReply) {
       checkCollectionPreconditions(request, false)
       const id = model.generateId()
       const record = await model.store.create(model, normalizeRecord(model, { ...(request.body as Fields), [model.idField]: id }))
       writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, ''))), record.modifiedAt)
       reply.code(201).header('location', itemPath(context.envelope, model, id))
       return singleBody(context.envelope, model, record.data)
-    })
-  }
-
-  methods.push('OPTIONS')
-  app.options(path, { schema: capabilitiesRouteSchema(model, [model.name], methods, schemaOptions) }, capabilitiesHandler(methods))
-  context.allow(path, methods)
-
-  for (const relation of model.relations.values()) {
-    if (relation.kind === 'many' && relation.target.operations.has('list')) registerNestedList(app, model, relation, context)
+    }
   }
 }
 
-/** `/{parents}/{id}/{children}`: the children of one parent, with the same query language (issue 3, point 11). */
-function registerNestedList (app: FastifyInstance, parent: ResourceModel, relation: RelationModel, context: RouteContext) {
+/** `/{parents}/{id}/{children}`: the children of one parent, with the same query language as `/{children}`. */
+export function nestedListHandler (parent: ResourceModel, relation: RelationModel, context: RouteContext) {
   const child = relation.target
-  const path = `/${parent.name}/:id/${relation.name}`
-  const methods = ['GET', 'HEAD', 'OPTIONS']
-  app.get(path, {
-    schema: nestedListRouteSchema(parent, relation, schemaOptionsFor(context, child))
-  }, async function listNested (request: FastifyRequest, reply: FastifyReply) {
+  return async function listNested (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
     if (await parent.store.get(parent, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
     const base = `${itemPath(context.envelope, parent, id)}/${relation.name}`
@@ -72,9 +44,7 @@ function registerNestedList (app: FastifyInstance, parent: ResourceModel, relati
     if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
     const scope: FilterNode = { kind: 'compare', op: 'eq', left: { kind: 'field', path: [relation.field] }, right: { kind: 'literal', type: 'string', value: id } }
     return listPage(context, child, base, parsed, scope)
-  })
-  app.options(path, { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], methods, schemaOptionsFor(context, child)) }, capabilitiesHandler(methods, parent))
-  context.allow(path, methods)
+  }
 }
 
 /**

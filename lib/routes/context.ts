@@ -10,8 +10,6 @@ export interface RouteContext {
   readonly envelope: EnvelopeContext
   readonly query: ListQueryContext
   readonly ajv: Ajv
-  /** Records the methods served at a path pattern, for 405 answers and OPTIONS. */
-  readonly allow: (pattern: string, methods: readonly string[]) => void
 }
 
 // Every write takes the spec's four types (formats/ reads the three text forms); a PATCH in any
