@@ -10,8 +10,9 @@ import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
 import { createAjv } from './validation.js'
 import { createCursorCodec } from './query/cursor.js'
-import { buildRouteTable, createRouteIndex, registerRoute, routeSpecIn } from './routes/table.js'
+import { buildRouteTable, createRouteIndex, registerRoute } from './routes/table.js'
 import type { RouteContext } from './routes/context.js'
+import { assignStores } from './routes/stores.js'
 import { buildPipeline, installPipeline } from './pipeline.js'
 import { registerProblemPages } from './problem-pages.js'
 import { registerPreflightRoute } from './security/cors.js'
@@ -22,8 +23,9 @@ import { schemaOptionsFor } from './routes/route-schema.js'
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
   const models = buildRegistry(options.resources)
+  const storeOf = assignStores(options.resources, models)
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
-  for (const store of new Set(models.map(model => model.store))) await store.prepare?.(models.filter(model => model.store === store))
+  for (const store of new Set(models.map(storeOf))) await store.prepare?.(models.filter(model => storeOf(model) === store))
   const prefix = app.prefix
   if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
 
@@ -37,14 +39,14 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
       cursor: createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds })
     },
     query: { cursor: createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds }), defaultPaging: options.paging },
-    ajv: createAjv()
+    ajv: createAjv(),
+    storeOf
   }
   app.setValidatorCompiler(({ schema, httpPart }) => httpPart === 'body' ? context.ajv.compile(schema) : () => true)
 
   const routes = createRouteIndex(app)
   app.addHook('onRoute', function indexRoute (route: RouteOptions) {
-    const spec = routeSpecIn(route)
-    if (spec !== undefined) routes.add(route, spec)
+    routes.add(route)
   })
   // Before any route: a route keeps the error handler set when it is added.
   installProblemHandlers(app, {
@@ -78,8 +80,8 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
 export const apiConventions = fp(apiConventionsPlugin, { fastify: '5.x', name: 'api-conventions', encapsulate: true })
 export default apiConventions
 
-export { defineResource } from './registry/define.js'
-export type { ResourceDefinition, RelationDefinition, RecordOf } from './registry/define.js'
+export { defineResource } from './define.js'
+export type { ResourceDefinition, RelationDefinition, RecordOf } from './define.js'
 export type { ApiConventionsOptions } from './options.js'
 export { memoryStore } from './stores/memory.js'
 export type { MemoryStoreOptions } from './stores/memory.js'

@@ -2,7 +2,7 @@
 // reads it before the body, to decide) and RETRIEVE (which would otherwise read it again): on a
 // database that is a round trip per GET saved.
 import type { ResourceModel } from './registry/model.js'
-import type { StoredRecord } from './stores/store.js'
+import type { Store, StoredRecord } from './stores/store.js'
 
 interface Read { readonly model: ResourceModel, readonly id: string, readonly record: Promise<StoredRecord | null> }
 
@@ -14,11 +14,11 @@ interface Read { readonly model: ResourceModel, readonly id: string, readonly re
 export const kRecordRead = Symbol('api-conventions.recordRead')
 
 /** The record `id` of `model` as first read during `request`; reads it if no one has yet (another record is read afresh). */
-export function readRecordOnce (request: object, model: ResourceModel, id: string): Promise<StoredRecord | null> {
+export function readRecordOnce (request: object, store: Store, model: ResourceModel, id: string): Promise<StoredRecord | null> {
   const holder = request as { [kRecordRead]?: Read | null }
   const read = holder[kRecordRead]
   if (read != null && read.model === model && read.id === id) return read.record
-  const record = model.store.get(model, id)
+  const record = store.get(model, id)
   holder[kRecordRead] = { model, id, record }
   return record
 }

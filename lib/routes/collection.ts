@@ -2,7 +2,8 @@
 // and the nested collections /{parents}/{id}/{children} of one-to-many relations.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
-import { attachRelated, countPastEnd, itemPath, listBody, project, singleBody } from '../envelope/index.js'
+import { attachRelated, itemPath, listBody, project, singleBody } from '../envelope/index.js'
+import { countPastEnd, fetchRelated } from './related.js'
 import { parseListQuery } from '../query/list-query.js'
 import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
@@ -16,6 +17,7 @@ import { formatVariant } from '../formats/negotiate.js'
 /** The handlers of a resource's collection: LIST and CREATE (routes/table.ts places them). */
 export function collectionHandlers (model: ResourceModel, context: RouteContext) {
   const base = `${context.envelope.prefix}/${model.name}`
+  const store = context.storeOf(model)
   return {
     list: async function listResources (request: FastifyRequest, reply: FastifyReply) {
       const parsed = parseListQuery(model, request.query as RawQuery, context.query, base)
@@ -25,7 +27,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
     create: async function createResource (request: FastifyRequest, reply: FastifyReply) {
       checkCollectionPreconditions(request, false)
       const id = model.generateId()
-      const record = await model.store.create(model, normalizeRecord(model, { ...(request.body as Fields), [model.idField]: id }))
+      const record = await store.create(model, normalizeRecord(model, { ...(request.body as Fields), [model.idField]: id }))
       writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, ''))), record.modifiedAt)
       reply.code(201).header('location', itemPath(context.envelope, model, id))
       return singleBody(context.envelope, model, record.data)
@@ -36,9 +38,10 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
 /** `/{parents}/{id}/{children}`: the children of one parent, with the same query language as `/{children}`. */
 export function nestedListHandler (parent: ResourceModel, relation: RelationModel, context: RouteContext) {
   const child = relation.target
+  const store = context.storeOf(parent)
   return async function listNested (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
-    if (await parent.store.get(parent, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
+    if (await store.get(parent, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
     const base = `${itemPath(context.envelope, parent, id)}/${relation.name}`
     const parsed = parseListQuery(child, request.query as RawQuery, context.query, base)
     if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
@@ -61,11 +64,12 @@ async function listPage (context: RouteContext, model: ResourceModel, base: stri
   const query = scope === null
     ? parsed.query
     : { ...parsed.query, filter: parsed.query.filter === null ? scope : { kind: 'and', left: scope, right: parsed.query.filter } as const }
-  const page = await model.store.list(model, query)
+  const store = context.storeOf(model)
+  const page = await store.list(model, query)
   const projected = page.items.map(record => project(record.data, parsed.fields))
   const { items, links } = parsed.expand.length + parsed.include.length === 0
     ? { items: projected, links: [] }
-    : await attachRelated(context.envelope, model, projected, parsed.expand, parsed.include)
-  const count = page.total ?? await countPastEnd(model, parsed, page, query)
+    : attachRelated(context.envelope, model, projected, parsed.expand, parsed.include, await fetchRelated(store, model, projected, [...parsed.expand, ...parsed.include]))
+  const count = page.total ?? await countPastEnd(store, model, parsed, page, query)
   return listBody(context.envelope, model, base, parsed, page, items, links, count)
 }

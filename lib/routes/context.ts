@@ -4,12 +4,14 @@ import type { Ajv } from 'ajv'
 import type { ResolvedOptions } from '../options.js'
 import type { EnvelopeContext } from '../envelope/index.js'
 import type { ListQueryContext } from '../query/list-query.js'
+import type { StoreOf } from './stores.js'
 
 export interface RouteContext {
   readonly options: ResolvedOptions
   readonly envelope: EnvelopeContext
   readonly query: ListQueryContext
   readonly ajv: Ajv
+  readonly storeOf: StoreOf
 }
 
 // Every write takes the spec's four types (formats/ reads the three text forms); a PATCH in any

@@ -22,12 +22,14 @@ import type { RouteContext } from './context.js'
 import { normalizeRecord, writeHeaders } from './shared.js'
 import { formatVariant } from '../formats/negotiate.js'
 import { readRecordOnce } from '../record-once.js'
+import { fetchRelated } from './related.js'
 
 /** A PATCH re-reads and re-merges when another write lands between its read and its write. */
 const modifyAttempts = 5
 
 /** The handlers of a resource's items: RETRIEVE, REPLACE, MODIFY and DELETE (routes/table.ts places them). */
 export function itemHandlers (model: ResourceModel, context: RouteContext) {
+  const store = context.storeOf(model)
   const notFound = (id: string) => new NotFoundError(`${model.singular} ${id}`)
   const requireIfMatch = model.requireIfMatch ?? context.options.requireIfMatch
   // Read-only fields besides the id: set by the server (a store of the host's, say), never by a client.
@@ -45,7 +47,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     if (requireIfMatch && preconditions.ifMatch === undefined) {
       throw new PreconditionRequiredError('This server requires If-Match on PUT, PATCH and DELETE: send the ETag of the version you read.')
     }
-    const record = await model.store.get(model, id)
+    const record = await store.get(model, id)
     if (record === null && preconditions.ifMatch === undefined) throw notFound(id)
     evaluatePreconditions(preconditions, record === null ? null : { etag: formatETag(record.version, ''), version: record.version, modifiedAt: record.modifiedAt }, false)
     return { record, preconditions }
@@ -71,7 +73,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     const { id } = request.params as { id: string }
     const options = parseItemQuery(model, request.query as RawQuery)
     const preconditions = readPreconditions(request.headers)
-    const record = await readRecordOnce(request, model, id)
+    const record = await readRecordOnce(request, store, model, id)
     if (record === null) throw notFound(id)
     let resource = project(record.data, options.fields)
     let links: Link[] | undefined
@@ -80,7 +82,8 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     // changes, additions and removals do not move it, so it would answer If-Modified-Since wrongly.
     let modifiedAt: Date | null = record.modifiedAt
     if (options.expand.length + options.include.length > 0) {
-      const related = await attachRelated(context.envelope, model, [resource], options.expand, options.include)
+      const relations = [...options.expand, ...options.include]
+      const related = attachRelated(context.envelope, model, [resource], options.expand, options.include, await fetchRelated(store, model, [resource], relations))
       resource = related.items[0]
       links = related.links
       // The embedded records have versions of their own: the validator must change with them.
@@ -103,7 +106,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
     // Preconditions were checked against this version: write only if it is still the current one.
     const how = hasPreconditions(preconditions) ? { ifVersion: current.version } : {}
-    const written = await model.store.update(model, id, normalizeRecord(model, { ...serverOwnedOf(current), ...body, [model.idField]: id }), how)
+    const written = await store.update(model, id, normalizeRecord(model, { ...serverOwnedOf(current), ...body, [model.idField]: id }), how)
     return respond(reply, checkWritten(written, id, preconditions))
   }
 
@@ -121,7 +124,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
         throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateMerged.errors as ErrorObject[]))
       }
       // Always compare-and-set: the merge was computed from this version.
-      const written = await model.store.update(model, id, normalizeRecord(model, merged), { ifVersion: current.version })
+      const written = await store.update(model, id, normalizeRecord(model, merged), { ifVersion: current.version })
       if (written !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) return respond(reply, checkWritten(written, id, preconditions))
     }
     throw new ConflictError('The resource is being changed by others too often to apply this patch; retry.')
@@ -135,7 +138,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
       const { record } = await currentFor(request, id)
       how = { ifVersion: record?.version }
     }
-    checkWritten(await model.store.remove(model, id, how), id, preconditions)
+    checkWritten(await store.remove(model, id, how), id, preconditions)
     return reply.code(204).send()
   }
 

@@ -6,6 +6,7 @@ import type { FastifyContextConfig, FastifyInstance, FastifyRequest, FastifySche
 import FindMyWay from 'find-my-way'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import type { AuthorizedOperation } from '../security/auth.js'
+import type { Store } from '../stores/store.js'
 import { produced } from '../formats/negotiate.js'
 import { bodyTypes } from './context.js'
 import type { RouteContext } from './context.js'
@@ -30,6 +31,8 @@ export interface RouteSpec {
   readonly operation: RouteOperation
   /** The resource whose records the route serves (a nested collection's: the children); null for the plugin's pages. */
   readonly resource: ResourceModel | null
+  /** Where `resource`'s records are kept; null for the plugin's pages. */
+  readonly store: Store | null
   /** The route names one record, which authorization reads before deciding. */
   readonly item: boolean
   /** Media types the request body may have; empty when the operation reads none. */
@@ -127,6 +130,7 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Rout
           allow,
           operation: row.operation,
           resource: at.resource,
+          store: context.storeOf(at.resource),
           item: row.item === true,
           bodyTypes: row.bodyTypes ?? [],
           responseTypes: produced,
@@ -150,7 +154,7 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     const relation = at.relation as RelationModel
     return row.operation === 'list'
       ? { schema: nestedListRouteSchema(parent, relation, options), handler: nestedListHandler(parent, relation, context) }
-      : { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options), handler: capabilitiesHandler(allow, parent) }
+      : { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options), handler: capabilitiesHandler(allow, { model: parent, store: context.storeOf(parent) }) }
   }
   switch (row.operation) {
     case 'list': return { schema: listRouteSchema(model, options), handler: handlers.list }
@@ -161,13 +165,13 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     case 'delete': return { schema: deleteRouteSchema(model, options), handler: handlers.delete }
     case 'capabilities': return at.place === 'collection'
       ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options), handler: capabilitiesHandler(allow) }
-      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, model) }
+      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { model, store: context.storeOf(model) }) }
   }
 }
 
 /** A spec for one of the plugin's own pages (the OpenAPI document, the docs page, the problem pages): read-only, public. */
 export function pageSpec (page: Pick<RouteSpec, 'path' | 'allow' | 'operation' | 'schema' | 'handler' | 'responseTypes'> & { readonly config?: FastifyContextConfig }): RouteSpec {
-  return { method: 'GET', resource: null, item: false, bodyTypes: [], ...page, config: { public: true, ...page.config } }
+  return { method: 'GET', resource: null, store: null, item: false, bodyTypes: [], ...page, config: { public: true, ...page.config } }
 }
 
 /** Registers the route a spec describes, with the spec in its config. */
@@ -177,23 +181,26 @@ export function registerRoute (app: FastifyInstance, spec: RouteSpec) {
 
 /**
  * Which route spec each request path reaches, for the 405 of a request that reached none by its
- * method: Fastify's router library, with Fastify's router settings, over the routes as they are
- * added. Fastify's own `findRoute` cannot say which route it found.
+ * method: Fastify's router library, with Fastify's router settings, over the plugin's routes as
+ * they are added (Fastify's own `findRoute` cannot say which route it found). A route's spec is
+ * read when asked: a plugin's own onRoute hook may give it one after this index saw the route.
  */
 export function createRouteIndex (app: FastifyInstance) {
   const config = app.initialConfig as { routerOptions?: FindMyWay.Config<FindMyWay.HTTPVersion.V1>, caseSensitive?: boolean }
   const router = FindMyWay({ ...config.routerOptions, caseSensitive: config.caseSensitive })
   const noHandler = () => undefined
   return {
-    add (route: RouteOptions, spec: RouteSpec) {
-      for (const method of [route.method].flat()) router.on(method as FindMyWay.HTTPMethod, route.url, noHandler, spec)
+    add (route: RouteOptions) {
+      for (const method of [route.method].flat()) router.on(method as FindMyWay.HTTPMethod, route.url, noHandler, route)
     },
     /** The methods allowed at a path; undefined when no route of the plugin is there (404). */
     allowedAt (path: string): readonly string[] | undefined {
       for (const method of probeMethods) {
         const found = router.find(method, path)
         // An empty `:id` segment (`/books/`) names no record: such a path is not found.
-        if (found !== null && !Object.values(found.params).includes('')) return (found.store as RouteSpec).allow
+        if (found === null || Object.values(found.params).includes('')) continue
+        const spec = routeSpecIn(found.store as RouteOptions)
+        if (spec !== undefined) return spec.allow
       }
       return undefined
     }

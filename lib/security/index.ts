@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest, RequestPayload, RouteOptions } from 'fastify'
 import type { ResolvedOptions } from '../options.js'
 import type { RouteSpec } from '../routes/table.js'
+import type { Store } from '../stores/store.js'
 import { authorizationHook, createAuthenticator } from './auth.js'
 import type { Authentication, Authenticator, AuthorizedOperation } from './auth.js'
 import { checkAuditHeaders, logAuditedWrite, writeMethods } from './audit-headers.js'
@@ -53,7 +54,8 @@ export function authorizationFor (options: ResolvedOptions) {
   const authorize = options.auth?.authorize
   return function authorizationOf (_route: RouteOptions, spec: RouteSpec | undefined) {
     if (authorize === undefined || spec === undefined || spec.resource === null) return undefined
-    return authorizationHook(authorize, spec.resource, spec.operation as AuthorizedOperation, spec.item)
+    // A route with a resource has its store.
+    return authorizationHook(authorize, spec.resource, spec.store as Store, spec.operation as AuthorizedOperation, spec.item)
   }
 }
 
