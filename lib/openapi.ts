@@ -5,7 +5,8 @@
 import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import { pageSpec, registerRoute } from './routes/table.js'
 import type { ResolvedOptions } from './options.js'
 import type { ResourceModel } from './registry/model.js'
 import { schemaNames } from './registry/derive.js'
@@ -23,15 +24,12 @@ const navigationRels = ['self', 'first', 'prev', 'next', 'last']
 // document from this origin; nothing else, and never framed.
 const docsContentSecurityPolicy = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-/** Records the methods served at a path pattern, for 405 answers (lib/index.ts, RouteContext.allow). */
-export type AllowMethods = (pattern: string, methods: readonly string[]) => void
-
 /**
  * Registers @fastify/swagger (before any route, or routes go undocumented), the document's route
- * and the reference page, whose paths `allow` records so that other methods answer 405 (issue 2,
- * point 2). The shared schemas (`Book`, `BookList`, `Problem` …) become named components.
+ * and the reference page, each with its route spec, so that other methods answer 405. The shared
+ * schemas (`Book`, `BookList`, `Problem` …) become named components.
  */
-export async function registerOpenApi (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], schemaOptions: SchemaOptions, allow: AllowMethods) {
+export async function registerOpenApi (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], schemaOptions: SchemaOptions) {
   if (options.errorFormat === 'envelope') {
     app.addSchema({ $id: componentNames.problemEnvelope, type: 'object', properties: { errors: { $ref: `${componentNames.problem}#` } }, required: ['errors'] })
   }
@@ -64,24 +62,41 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     document = JSON.stringify(app.swagger())
     done()
   })
-  const json: ProducesConfig = { produces: ['application/json'] }
-  app.get('/openapi.json', { config: { ...json, public: true }, schema: openApiRouteSchema(schemaOptions) }, function serveOpenApi (_request: FastifyRequest, reply: FastifyReply) {
-    return reply.type('application/json; charset=utf-8').send(document)
-  })
-  const served = new Map<string, Set<string>>([['/openapi.json', new Set(['GET', 'HEAD'])]])
-  await app.register(docsPage, { url: `${prefix}/openapi.json`, title: info.title, served })
-  for (const [path, methods] of served) allow(path, [...methods])
+  const json = ['application/json']
+  registerRoute(app, pageSpec({
+    path: '/openapi.json',
+    allow: ['GET', 'HEAD'],
+    operation: 'document',
+    responseTypes: json,
+    config: { produces: json } satisfies ProducesConfig,
+    schema: openApiRouteSchema(schemaOptions),
+    handler: function serveOpenApi (_request: FastifyRequest, reply: FastifyReply) {
+      return reply.type('application/json; charset=utf-8').send(document)
+    }
+  }))
+  await app.register(docsPage, { url: `${prefix}/openapi.json`, title: info.title })
 }
 
-/** Scalar's routes (`/docs`, its redirect and its script), public and with the CSP the page needs; `served` collects their paths and methods. */
-async function docsPage (app: FastifyInstance, { url, title, served }: { url: string, title: string, served: Map<string, Set<string>> }) {
+/** Scalar's routes (`/docs`, its redirect and its script), public and with the CSP the page needs, each given a route spec as Scalar adds it. */
+async function docsPage (app: FastifyInstance, { url, title }: { url: string, title: string }) {
+  const produces = ['text/html', 'application/javascript']
+  // The methods of each path, filled as Scalar adds its routes (GET, then Fastify's HEAD).
+  const allowAt = new Map<string, string[]>()
   app.addHook('onRoute', function configureDocsRoute (route: RouteOptions) {
-    const config: ProducesConfig = { produces: ['text/html', 'application/javascript'] }
-    route.config = { ...route.config, ...config, public: true, contentSecurityPolicy: docsContentSecurityPolicy }
     const path = route.url.slice(app.prefix.length)
-    const methods = served.get(path) ?? new Set()
-    for (const method of [route.method].flat()) methods.add(method)
-    served.set(path, methods)
+    let allow = allowAt.get(path)
+    if (allow === undefined) allowAt.set(path, allow = [])
+    for (const method of [route.method].flat()) if (!allow.includes(method)) allow.push(method)
+    const spec = pageSpec({
+      path,
+      allow,
+      operation: 'docs',
+      responseTypes: produces,
+      config: { produces, contentSecurityPolicy: docsContentSecurityPolicy } satisfies ProducesConfig & FastifyContextConfig,
+      schema: route.schema ?? {},
+      handler: route.handler
+    })
+    route.config = { ...route.config, ...spec.config, route: spec }
   })
   await app.register(scalar, {
     routePrefix: '/docs',

@@ -1,7 +1,7 @@
 // Plugin options: their types, defaults and checks. resolveOptions() runs once at registration
 // and fails at boot with a coded error naming the option and the value received (STYLE §3).
 import type { TObject } from '@sinclair/typebox'
-import type { ResourceDefinition } from './registry/define.js'
+import type { ResourceDefinition } from './define.js'
 import { OptionsInvalidError } from './errors.js'
 import { randomCursorSecret } from './query/cursor.js'
 import { resolveAuth } from './security/auth.js'

@@ -2,7 +2,7 @@
 // reads it before the body, to decide) and RETRIEVE (which would otherwise read it again): on a
 // database that is a round trip per GET saved.
 import type { ResourceModel } from './registry/model.js'
-import type { StoredRecord } from './stores/store.js'
+import type { Store, StoredRecord } from './stores/store.js'
 import { kRecordRead } from './symbols.js'
 
 interface Read { readonly model: ResourceModel, readonly id: string, readonly record: Promise<StoredRecord | null> }
@@ -13,11 +13,11 @@ interface Read { readonly model: ResourceModel, readonly id: string, readonly re
  * has the same shape), not a WeakMap keyed by request, since each WeakMap entry of a short-lived
  * object costs the garbage collector more than the read it saves (benchmarks/README.md).
  */
-export function readRecordOnce (request: object, model: ResourceModel, id: string): Promise<StoredRecord | null> {
+export function readRecordOnce (request: object, store: Store, model: ResourceModel, id: string): Promise<StoredRecord | null> {
   const holder = request as { [kRecordRead]?: Read | null }
   const read = holder[kRecordRead]
   if (read != null && read.model === model && read.id === id) return read.record
-  const record = model.store.get(model, id)
+  const record = store.get(model, id)
   holder[kRecordRead] = { model, id, record }
   return record
 }

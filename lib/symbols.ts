@@ -23,7 +23,7 @@
 
 /** The store read an item request shares between authorization and RETRIEVE (record-once.ts). */
 export const kRecordRead = Symbol('api-conventions.recordRead')
-/** A JSON body whose text can hold no unstorable value, so its parsed value is not walked (index.ts). */
+/** A JSON body whose text can hold no unstorable value, so its parsed value is not walked (formats/json.ts). */
 export const kPlainJson = Symbol('api-conventions.plainJson')
 /** The response format negotiated for a request, for the ETag (http/negotiation.ts). */
 export const kFormat = Symbol('api-conventions.format')

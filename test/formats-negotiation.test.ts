@@ -6,7 +6,7 @@ import Fastify from 'fastify'
 import { buildApp, json, pick, seed } from './helpers/app.js'
 import { auth } from './helpers/auth.js'
 import { buildSecureApp } from './helpers/secure-app.js'
-import { installFormats } from '../lib/formats/index.js'
+import { createResponseFormats, formatParsers } from '../lib/formats/index.js'
 import { addVary } from '../lib/http/negotiation.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -187,10 +187,11 @@ t.test('If-Match: an ETag of the XML representation lets a JSON PATCH through; a
 })
 
 t.test('XML responses wired on a bare Fastify route', async t => {
-  // White box: installFormats' serializer on routes the plugin does not build.
+  // White box: createResponseFormats' serializer on routes the plugin does not build.
   const app = Fastify()
   t.teardown(() => app.close())
-  const formats = installFormats(app, [])
+  const formats = createResponseFormats(app, [])
+  for (const parser of formatParsers) if (parser.parseAs === 'buffer') app.addContentTypeParser([...parser.types], { parseAs: 'buffer' }, parser.parse)
   const xml = { onRequest: (request: Parameters<typeof formats.useXml>[0], reply: Parameters<typeof formats.useXml>[1], done: () => void) => { formats.useXml(request, reply); done() } }
   app.get('/text', xml, (_request, reply) => reply.type('text/plain').send('as sent'))
   app.get('/raw', xml, () => ({ a: 1, extra: [true] }))

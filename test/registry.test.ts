@@ -7,6 +7,7 @@ import type { TObject } from '@sinclair/typebox'
 import { defineResource, memoryStore } from '../lib/index.js'
 import type { ResourceDefinition, Store } from '../lib/index.js'
 import { buildRegistry } from '../lib/registry/index.js'
+import { assignStores } from '../lib/routes/stores.js'
 import { Book } from '../demo/schemas/books.js'
 import { Author } from '../demo/schemas/authors.js'
 import { demoResources } from '../demo/schemas/index.js'
@@ -15,8 +16,8 @@ import { buildApp, create, json } from './helpers/app.js'
 const store = memoryStore()
 const base = { name: 'books', singular: 'book', schema: Book, store } as const
 
-/** Builds the registry from definitions given loosely typed, as JavaScript callers may. */
-const build = (...definitions: unknown[]) => () => buildRegistry(definitions as ResourceDefinition<TObject>[])
+/** Builds the registry and assigns the stores, from definitions given loosely typed, as JavaScript callers may. */
+const build = (...definitions: unknown[]) => () => assignStores(definitions as ResourceDefinition<TObject>[], buildRegistry(definitions as ResourceDefinition<TObject>[]))
 
 const bad: ReadonlyArray<readonly [string, unknown[], RegExp]> = [
   ['a name that is not a path segment', [{ ...base, name: 'Books!' }], /Invalid resource Books!: name must match/],

@@ -1,11 +1,10 @@
 // Builds response bodies in the spec's envelope ("Response envelope", "Shape of data", "Page
 // links"): data / meta / links, field projection, expand and include.
 import type { RelationModel, ResourceModel } from '../registry/model.js'
-import type { Fields, ListQuery, Page, StoredRecord } from '../stores/store.js'
+import type { Fields, Page, StoredRecord } from '../stores/store.js'
 import type { ListRequest } from '../query/list-query.js'
 import type { CursorCodec } from '../query/cursor.js'
 import type { EnvelopeOptions } from '../registry/derive.js'
-import { compareText } from '../query/filter/evaluate.js'
 
 export interface Link { readonly rel: string, readonly href: string, readonly [member: string]: string }
 
@@ -47,22 +46,21 @@ export function formatLinks (context: EnvelopeContext, links: Link[]): Link[] | 
 const navigation = new Set(['self', 'first', 'prev', 'next', 'last'])
 const isNavigation = (rel: string) => navigation.has(rel)
 
-/**
- * Related data for a page, fetched with one store call per relation (never one per item).
- * Returns the items with `expand`ed relations embedded, and `include` links.
- */
-export async function attachRelated (context: EnvelopeContext, model: ResourceModel, items: Fields[], expand: readonly RelationModel[], include: readonly RelationModel[]): Promise<{ items: Fields[], links: Link[] }> {
+/** The related records of each item, by relation: one record, its list, or null (routes/related.ts fetches them). */
+export type RelatedRecords = ReadonlyMap<RelationModel, (item: Fields) => Fields | Fields[] | null>
+
+/** The items with `expand`ed relations embedded, and `include` links, from records already fetched. */
+export function attachRelated (context: EnvelopeContext, model: ResourceModel, items: Fields[], expand: readonly RelationModel[], include: readonly RelationModel[], related: RelatedRecords): { items: Fields[], links: Link[] } {
   const links: Link[] = []
   let result = items
-  for (const relation of new Set([...expand, ...include])) {
-    const related = await fetchRelated(model, relation, items)
+  for (const [relation, relatedOf] of related) {
     if (expand.includes(relation)) {
-      result = result.map(item => ({ ...item, [relation.name]: related(item) }))
+      result = result.map(item => ({ ...item, [relation.name]: relatedOf(item) }))
     }
     if (include.includes(relation)) {
       for (const item of items) {
         const parent = { [model.singular]: String(item[model.idField]) }
-        const targets = related(item)
+        const targets = relatedOf(item)
         for (const target of Array.isArray(targets) ? targets : targets === null ? [] : [targets]) {
           links.push({ rel: relation.name, href: itemPath(context, relation.target, String(target[relation.target.idField])), ...parent })
         }
@@ -71,29 +69,6 @@ export async function attachRelated (context: EnvelopeContext, model: ResourceMo
   }
   return { items: result, links }
 }
-
-async function fetchRelated (model: ResourceModel, relation: RelationModel, items: Fields[]): Promise<(item: Fields) => Fields | Fields[] | null> {
-  const target = relation.target
-  if (relation.kind === 'one') {
-    const ids = [...new Set(items.map(item => item[relation.field]).filter(id => id !== null && id !== undefined))]
-    const records = ids.length === 0 ? [] : await target.store.getMany(target, target.idField, ids)
-    const byId = new Map(records.map(record => [record.data[target.idField], record.data]))
-    return item => byId.get(item[relation.field]) ?? null
-  }
-  const ids = items.map(item => item[model.idField])
-  const records = ids.length === 0 ? [] : await target.store.getMany(target, relation.field, ids)
-  const byParent = new Map<unknown, Fields[]>()
-  for (const record of [...records].sort((a, b) => compareIds(a.data[target.idField], b.data[target.idField]))) {
-    const parent = record.data[relation.field]
-    const children = byParent.get(parent)
-    if (children === undefined) byParent.set(parent, [record.data])
-    else children.push(record.data)
-  }
-  return item => byParent.get(item[model.idField]) ?? []
-}
-
-// Children in id order, as the SQL store's ORDER BY id COLLATE "C" gives them.
-const compareIds = (a: unknown, b: unknown) => compareText(String(a), String(b))
 
 /**
  * Collection envelope with paging metadata and navigation links (spec "Paging", "Page links").
@@ -118,13 +93,10 @@ export function listBody (context: EnvelopeContext, model: ResourceModel, base: 
 
 /**
  * An empty offset page past the end tells only that count <= offset, so `prev` could not name the
- * last page with items (issue 3, point 7): one count finds it. Any other page needs none, and gets
- * undefined rather than a promise. `ran` is the query the store ran, so that a nested collection
- * counts its own parent's children only.
+ * last page with items: one count finds it (the route runs it). Any other page needs none.
  */
-export function countPastEnd (model: ResourceModel, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> | undefined {
-  if (request.offset === undefined || request.offset === 0 || request.pageSize === 0 || page.items.length > 0) return undefined
-  return model.store.list(model, { ...ran, window: { kind: 'offset', offset: 0 }, limit: 0, total: true }).then(counted => counted.total)
+export function needsPastEndCount (request: ListRequest, page: Page): boolean {
+  return request.offset !== undefined && request.offset !== 0 && request.pageSize !== 0 && page.items.length === 0
 }
 
 /** self, first, prev, next and last (spec "Page links"); each href repeats the query options (Paging stability 2). */

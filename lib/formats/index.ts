@@ -1,10 +1,9 @@
 // Wire formats beyond JSON (spec "Request headers": Content-Type, Accept; issue 8): the XML, form
 // and multipart body parsers and the XML response serializer, wired once at registration. The
 // JSON path is untouched: these parsers run only for their media types, XML only when negotiated.
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyBodyParser, FastifyContentTypeParser, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { JsonSchema } from '../registry/derive.js'
 import { schemaNames } from '../registry/derive.js'
-import { addRouteHook, mayHaveBody } from '../route-hooks.js'
 import type { ResourceModel } from '../registry/model.js'
 import { BodyMalformedError, UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
 import { coerceBody } from './coerce.js'
@@ -41,27 +40,44 @@ export function decodeBody (body: Buffer): string {
  * Bodies are decoded as UTF-8 (JSON: RFC 8259 §8.1) whatever the charset says: a Content-Type
  * naming another charset is refused (415, spec "Errors" 6) before the body is read.
  */
-function checkCharset (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+export function checkCharset (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1].toLowerCase()
   if (charset === undefined || utf8.has(charset)) return done()
   done(withInvalidParams(new UnsupportedMediaTypeError(`Request bodies must be UTF-8; received charset=${charset}.`), [{ name: 'Content-Type', reason: `charset ${charset} is not accepted; send UTF-8` }]))
 }
 
-export function installFormats (app: FastifyInstance, models: readonly ResourceModel[]): ResponseFormats {
-  // On each route that reads a body, after its own Content-Type check (http/body-types.ts).
-  app.addHook('onRoute', function checkBodyCharset (route: RouteOptions) {
-    if (mayHaveBody(route)) addRouteHook(route, 'onRequest', checkCharset)
-  })
-  // parseAs holds XML and urlencoded bodies to bodyLimit (413) like JSON.
-  app.addContentTypeParser('application/xml', { parseAs: 'buffer' }, async function parseXmlBody (request: FastifyRequest, body: string | Buffer) {
-    return parseXml(decodeBody(body as Buffer), bodySchemaOf(request))
-  })
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, async function parseFormBody (request: FastifyRequest, body: string | Buffer) {
-    return coerceBody(parseUrlEncoded(decodeBody(body as Buffer)), bodySchemaOf(request), true)
-  })
-  app.addContentTypeParser('multipart/form-data', async function parseMultipartBody (request: FastifyRequest, payload: NodeJS.ReadableStream) {
-    return coerceBody(await parseMultipart(request, payload), bodySchemaOf(request), true)
-  })
+/** A body parser: the media types it reads, buffered (held to bodyLimit: 413, like JSON) or as the stream itself. */
+export type BodyParser =
+  | { readonly types: readonly string[], readonly parseAs: 'buffer', readonly parse: FastifyBodyParser<Buffer> }
+  | { readonly types: readonly string[], readonly parseAs: 'stream', readonly parse: FastifyContentTypeParser }
+
+/** The XML, form and multipart parsers. */
+export const formatParsers: readonly BodyParser[] = [
+  {
+    types: ['application/xml'],
+    parseAs: 'buffer',
+    parse: async function parseXmlBody (request: FastifyRequest, body: Buffer) {
+      return parseXml(decodeBody(body), bodySchemaOf(request))
+    }
+  },
+  {
+    types: ['application/x-www-form-urlencoded'],
+    parseAs: 'buffer',
+    parse: async function parseFormBody (request: FastifyRequest, body: Buffer) {
+      return coerceBody(parseUrlEncoded(decodeBody(body)), bodySchemaOf(request), true)
+    }
+  },
+  {
+    types: ['multipart/form-data'],
+    parseAs: 'stream',
+    parse: async function parseMultipartBody (request: FastifyRequest, payload: NodeJS.ReadableStream) {
+      return coerceBody(await parseMultipart(request, payload), bodySchemaOf(request), true)
+    }
+  }
+]
+
+/** XML responses, when Accept asks for them. */
+export function createResponseFormats (app: FastifyInstance, models: readonly ResourceModel[]): ResponseFormats {
   // Initialised on the prototype, so a JSON request never writes it.
   app.decorateRequest(kFormat, null)
 

@@ -14,6 +14,10 @@ export type Format = 'json' | 'xml'
 /** Route `config` of a route that answers another media type (the HTML problem pages, docs). */
 export interface ProducesConfig { readonly produces?: readonly string[] }
 
+declare module 'fastify' {
+  interface FastifyContextConfig extends ProducesConfig {}
+}
+
 /** What resource routes produce; the order breaks ties (`*∕*` → JSON, and with JSON refused, XML). */
 export const produced: readonly string[] = ['application/json', 'application/xml']
 /**

@@ -4,14 +4,13 @@ import { ReadonlyKind } from '@sinclair/typebox'
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { v7 as uuidv7 } from 'uuid'
 import { ResourceInvalidError } from '../errors.js'
-import type { ResourceDefinition } from './define.js'
-import type { FieldModel, FieldType, Operation, RelationModel, ResourceModel } from './model.js'
+import type { FieldModel, FieldType, Operation, RelationModel, ResourceModel, ResourceShape } from './model.js'
 
 export const allOperations: readonly Operation[] = ['list', 'retrieve', 'create', 'replace', 'modify', 'delete']
 const namePattern = /^[a-z][a-zA-Z0-9_-]*$/
 const fieldPattern = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-export function buildRegistry (definitions: readonly ResourceDefinition[]): ResourceModel[] {
+export function buildRegistry (definitions: readonly ResourceShape[]): ResourceModel[] {
   const relationSlots = new Map<string, Map<string, RelationModel>>()
   const models = definitions.map(definition => {
     const relations = new Map<string, RelationModel>()
@@ -31,7 +30,7 @@ export function buildRegistry (definitions: readonly ResourceDefinition[]): Reso
   return models
 }
 
-function resolveRelation (model: ResourceModel, name: string, relation: NonNullable<ResourceDefinition['relations']>[string], byName: Map<string, ResourceModel>): RelationModel {
+function resolveRelation (model: ResourceModel, name: string, relation: NonNullable<ResourceShape['relations']>[string], byName: Map<string, ResourceModel>): RelationModel {
   const where = `${model.name}.relations.${name}`
   const target = byName.get(relation.resource)
   if (target === undefined) throw new ResourceInvalidError(where, `names unknown resource '${relation.resource}'`)
@@ -39,11 +38,10 @@ function resolveRelation (model: ResourceModel, name: string, relation: NonNulla
   if (!fieldPattern.test(name) || model.fields.has(name)) throw new ResourceInvalidError(where, 'a relation name must be an identifier that is not also a field')
   const holder = relation.kind === 'one' ? model : target
   if (!holder.fields.has(relation.field)) throw new ResourceInvalidError(where, `field '${relation.field}' is not a field of ${holder.name}`)
-  if (target.store !== model.store) throw new ResourceInvalidError(where, `${model.name} and ${target.name} must share one store`)
   return Object.freeze({ name, kind: relation.kind, target, field: relation.field })
 }
 
-function buildModel (definition: ResourceDefinition, relations: Map<string, RelationModel>): ResourceModel {
+function buildModel (definition: ResourceShape, relations: Map<string, RelationModel>): ResourceModel {
   const { name, singular, schema } = definition
   const where = String(name)
   if (typeof name !== 'string' || !namePattern.test(name)) throw new ResourceInvalidError(where, `name must match ${namePattern}, received '${String(name)}'`)
@@ -54,7 +52,6 @@ function buildModel (definition: ResourceDefinition, relations: Map<string, Rela
   if (schema.additionalProperties !== undefined && schema.additionalProperties !== false) {
     throw new ResourceInvalidError(where, 'schema must not allow additional properties: unknown members are refused, and the store keeps only the declared fields')
   }
-  if (typeof definition.store?.list !== 'function') throw new ResourceInvalidError(where, 'store must implement the Store interface')
   const fields = new Map<string, FieldModel>()
   for (const [fieldName, fieldSchema] of Object.entries(schema.properties)) {
     if (!fieldPattern.test(fieldName)) throw new ResourceInvalidError(where, `field name '${fieldName}' must be an identifier`)
@@ -90,7 +87,6 @@ function buildModel (definition: ResourceDefinition, relations: Map<string, Rela
     defaultPageSize,
     maxPageSize,
     operations: new Set(operations),
-    store: definition.store,
     generateId,
     requireIfMatch
   })

@@ -1,7 +1,6 @@
 // ResourceModel: everything registration learns about one resource, read by routes, queries and
 // stores. Pure data; built by registry/index.ts from a ResourceDefinition.
 import type { TObject, TSchema } from '@sinclair/typebox'
-import type { Store } from '../stores/store.js'
 
 /** The scalar kinds queries understand; `json` is an object or array (filterable only by null). */
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'datetime' | 'json'
@@ -40,9 +39,38 @@ export interface ResourceModel {
   readonly defaultPageSize: number
   readonly maxPageSize: number
   readonly operations: ReadonlySet<Operation>
-  readonly store: Store
   /** Creates the id of a new record. */
   readonly generateId: () => string
   /** The resource's own If-Match requirement; undefined defers to the plugin option. */
+  readonly requireIfMatch?: boolean
+}
+
+export interface RelationDefinition {
+  /** `one`: `field` is this resource's foreign key; `many`: `field` is the target's foreign key to this one. */
+  readonly kind: 'one' | 'many'
+  /** The target resource's name (plural). */
+  readonly resource: string
+  readonly field: string
+}
+
+/** What a resource definition says of its records (everything but where they are kept). */
+export interface ResourceShape<S extends TObject = TObject> {
+  /** Plural name, used in paths: `books`. */
+  readonly name: string
+  /** Singular name, the key of one resource in `data`: `book`. */
+  readonly singular: string
+  readonly schema: S
+  /** Server-assigned identifier field; must be a read-only string. Default `id`. */
+  readonly idField?: string
+  /** Default 20. */
+  readonly defaultPageSize?: number
+  /** Default 100. */
+  readonly maxPageSize?: number
+  /** Operations to expose; the others answer 405. Default: all. */
+  readonly operations?: readonly Operation[]
+  readonly relations?: Readonly<Record<string, RelationDefinition>>
+  /** Creates the id of a new record. Default: UUIDv7 (time-ordered). */
+  readonly generateId?: () => string
+  /** PUT, PATCH and DELETE without If-Match get 428; overrides the plugin's `requireIfMatch`. */
   readonly requireIfMatch?: boolean
 }

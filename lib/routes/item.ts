@@ -1,9 +1,8 @@
 // Item routes (spec "Operations"): RETRIEVE (HEAD comes from GET), REPLACE, MODIFY, DELETE and
 // OPTIONS on /{resources}/{id}, with conditional requests (RFC 9110 §13) on each.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import { mergedSchema } from '../registry/derive.js'
-import { capabilitiesRouteSchema, deleteRouteSchema, modifyRouteSchema, replaceRouteSchema, retrieveRouteSchema, schemaOptionsFor } from './route-schema.js'
 import { attachRelated, project, singleBody } from '../envelope/index.js'
 import type { Link } from '../envelope/index.js'
 import { parseItemQuery } from '../query/list-query.js'
@@ -20,18 +19,17 @@ import { mergePatch } from '../merge-patch.js'
 import { toInvalidParams } from '../validation.js'
 import type { ErrorObject } from 'ajv'
 import type { RouteContext } from './context.js'
-import { bodyTypes, requireBodyType } from '../http/body-types.js'
-import { capabilitiesHandler, normalizeRecord, writeHeaders } from './shared.js'
+import { normalizeRecord, writeHeaders } from './shared.js'
 import { formatVariant } from '../http/negotiation.js'
 import { readRecordOnce } from '../record-once.js'
+import { fetchRelated } from './related.js'
 
 /** A PATCH re-reads and re-merges when another write lands between its read and its write. */
 const modifyAttempts = 5
 
-export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, context: RouteContext) {
-  const schemaOptions = schemaOptionsFor(context, model)
-  const path = `/${model.name}/:id`
-  const methods: string[] = []
+/** The handlers of a resource's items: RETRIEVE, REPLACE, MODIFY and DELETE (routes/table.ts places them). */
+export function itemHandlers (model: ResourceModel, context: RouteContext) {
+  const store = context.storeOf(model)
   const notFound = (id: string) => new NotFoundError(`${model.singular} ${id}`)
   const requireIfMatch = model.requireIfMatch ?? context.options.requireIfMatch
   // Read-only fields besides the id: set by the server (a store of the host's, say), never by a client.
@@ -49,7 +47,7 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
     if (requireIfMatch && preconditions.ifMatch === undefined) {
       throw new PreconditionRequiredError('This server requires If-Match on PUT, PATCH and DELETE: send the ETag of the version you read.')
     }
-    const record = await model.store.get(model, id)
+    const record = await store.get(model, id)
     if (record === null && preconditions.ifMatch === undefined) throw notFound(id)
     evaluatePreconditions(preconditions, record === null ? null : { etag: formatETag(record.version, ''), version: record.version, modifiedAt: record.modifiedAt }, false)
     return { record, preconditions }
@@ -71,99 +69,80 @@ export function registerItemRoutes (app: FastifyInstance, model: ResourceModel, 
     return result
   }
 
-  if (model.operations.has('retrieve')) {
-    methods.push('GET', 'HEAD')
-    app.get(path, { schema: retrieveRouteSchema(model, schemaOptions) }, async function retrieveResource (request: FastifyRequest, reply: FastifyReply) {
-      const { id } = request.params as { id: string }
-      const options = parseItemQuery(model, request.query as RawQuery)
-      const preconditions = readPreconditions(request.headers)
-      const record = await readRecordOnce(request, model, id)
-      if (record === null) throw notFound(id)
-      let resource = project(record.data, options.fields)
-      let links: Link[] | undefined
-      let variant = options.variant
-      // The record's own write time, unless related records are part of the representation: their
-      // changes, additions and removals do not move it, so it would answer If-Modified-Since wrongly.
-      let modifiedAt: Date | null = record.modifiedAt
-      if (options.expand.length + options.include.length > 0) {
-        const related = await attachRelated(context.envelope, model, [resource], options.expand, options.include)
-        resource = related.items[0]
-        links = related.links
-        // The embedded records have versions of their own: the validator must change with them.
-        variant += JSON.stringify(related)
-        modifiedAt = null
-      }
-      const etag = formatETag(record.version, variantTag(formatVariant(request, variant)))
-      writeHeaders(reply, etag, modifiedAt)
-      if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt }, true) === 'not-modified') {
-        return reply.code(304).send()
-      }
-      return singleBody(context.envelope, model, resource, links)
-    })
+  async function retrieveResource (request: FastifyRequest, reply: FastifyReply) {
+    const { id } = request.params as { id: string }
+    const options = parseItemQuery(model, request.query as RawQuery)
+    const preconditions = readPreconditions(request.headers)
+    const record = await readRecordOnce(request, store, model, id)
+    if (record === null) throw notFound(id)
+    let resource = project(record.data, options.fields)
+    let links: Link[] | undefined
+    let variant = options.variant
+    // The record's own write time, unless related records are part of the representation: their
+    // changes, additions and removals do not move it, so it would answer If-Modified-Since wrongly.
+    let modifiedAt: Date | null = record.modifiedAt
+    if (options.expand.length + options.include.length > 0) {
+      const relations = [...options.expand, ...options.include]
+      const related = attachRelated(context.envelope, model, [resource], options.expand, options.include, await fetchRelated(store, model, [resource], relations))
+      resource = related.items[0]
+      links = related.links
+      // The embedded records have versions of their own: the validator must change with them.
+      variant += JSON.stringify(related)
+      modifiedAt = null
+    }
+    const etag = formatETag(record.version, variantTag(formatVariant(request, variant)))
+    writeHeaders(reply, etag, modifiedAt)
+    if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt }, true) === 'not-modified') {
+      return reply.code(304).send()
+    }
+    return singleBody(context.envelope, model, resource, links)
   }
 
-  if (model.operations.has('replace')) {
-    methods.push('PUT')
-    app.put(path, {
-      onRequest: requireBodyType(bodyTypes.replace),
-      schema: replaceRouteSchema(model, schemaOptions)
-    }, async function replaceResource (request: FastifyRequest, reply: FastifyReply) {
-      const { id } = request.params as { id: string }
-      const body = request.body as Fields
-      checkIdUnchanged(model, body, id)
+  async function replaceResource (request: FastifyRequest, reply: FastifyReply) {
+    const { id } = request.params as { id: string }
+    const body = request.body as Fields
+    checkIdUnchanged(model, body, id)
+    const { record, preconditions } = await currentFor(request, id)
+    const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
+    // Preconditions were checked against this version: write only if it is still the current one.
+    const how = hasPreconditions(preconditions) ? { ifVersion: current.version } : {}
+    const written = await store.update(model, id, normalizeRecord(model, { ...serverOwnedOf(current), ...body, [model.idField]: id }), how)
+    return respond(reply, checkWritten(written, id, preconditions))
+  }
+
+  const validateMerged = context.ajv.compile(mergedSchema(model))
+  async function modifyResource (request: FastifyRequest, reply: FastifyReply) {
+    const { id } = request.params as { id: string }
+    const patch = request.body as Fields
+    checkIdUnchanged(model, patch, id)
+    for (let attempt = 1; attempt <= modifyAttempts; attempt++) {
       const { record, preconditions } = await currentFor(request, id)
       const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
-      // Preconditions were checked against this version: write only if it is still the current one.
-      const how = hasPreconditions(preconditions) ? { ifVersion: current.version } : {}
-      const written = await model.store.update(model, id, normalizeRecord(model, { ...serverOwnedOf(current), ...body, [model.idField]: id }), how)
-      return respond(reply, checkWritten(written, id, preconditions))
-    })
-  }
-
-  if (model.operations.has('modify')) {
-    methods.push('PATCH')
-    const validateMerged = context.ajv.compile(mergedSchema(model))
-    app.patch(path, {
-      onRequest: requireBodyType(bodyTypes.modify),
-      schema: modifyRouteSchema(model, schemaOptions)
-    }, async function modifyResource (request: FastifyRequest, reply: FastifyReply) {
-      const { id } = request.params as { id: string }
-      const patch = request.body as Fields
-      checkIdUnchanged(model, patch, id)
-      for (let attempt = 1; attempt <= modifyAttempts; attempt++) {
-        const { record, preconditions } = await currentFor(request, id)
-        const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
-        const merged = mergePatch(current.data, patch) as Fields
-        if (!validateMerged(merged)) {
-          // Ajv sets `errors` whenever validation fails.
-          throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateMerged.errors as ErrorObject[]))
-        }
-        // Always compare-and-set: the merge was computed from this version.
-        const written = await model.store.update(model, id, normalizeRecord(model, merged), { ifVersion: current.version })
-        if (written !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) return respond(reply, checkWritten(written, id, preconditions))
+      const merged = mergePatch(current.data, patch) as Fields
+      if (!validateMerged(merged)) {
+        // Ajv sets `errors` whenever validation fails.
+        throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateMerged.errors as ErrorObject[]))
       }
-      throw new ConflictError('The resource is being changed by others too often to apply this patch; retry.')
-    })
+      // Always compare-and-set: the merge was computed from this version.
+      const written = await store.update(model, id, normalizeRecord(model, merged), { ifVersion: current.version })
+      if (written !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) return respond(reply, checkWritten(written, id, preconditions))
+    }
+    throw new ConflictError('The resource is being changed by others too often to apply this patch; retry.')
   }
 
-  if (model.operations.has('delete')) {
-    methods.push('DELETE')
-    app.delete(path, { schema: deleteRouteSchema(model, schemaOptions) }, async function deleteResource (request: FastifyRequest, reply: FastifyReply) {
-      const { id } = request.params as { id: string }
-      const preconditions = readPreconditions(request.headers)
-      let how = {}
-      if (requireIfMatch || hasPreconditions(preconditions)) {
-        const { record } = await currentFor(request, id)
-        how = { ifVersion: record?.version }
-      }
-      checkWritten(await model.store.remove(model, id, how), id, preconditions)
-      return reply.code(204).send()
-    })
+  async function deleteResource (request: FastifyRequest, reply: FastifyReply) {
+    const { id } = request.params as { id: string }
+    const preconditions = readPreconditions(request.headers)
+    let how = {}
+    if (requireIfMatch || hasPreconditions(preconditions)) {
+      const { record } = await currentFor(request, id)
+      how = { ifVersion: record?.version }
+    }
+    checkWritten(await store.remove(model, id, how), id, preconditions)
+    return reply.code(204).send()
   }
 
-  methods.push('OPTIONS')
-  app.options(path, { schema: capabilitiesRouteSchema(model, [model.singular], methods, schemaOptions) }, capabilitiesHandler(methods, model))
-  context.allow(path, methods)
+  return { retrieve: retrieveResource, replace: replaceResource, modify: modifyResource, delete: deleteResource }
 }
 
 /** The id is the server's: a body may repeat it, never change it (issue 2, point 5). */

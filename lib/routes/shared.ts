@@ -1,7 +1,7 @@
 // Small pieces the collection and item routes share.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
-import type { Fields } from '../stores/store.js'
+import type { Fields, Store } from '../stores/store.js'
 import { NotFoundError } from '../errors.js'
 import { formatHttpDate } from '../http/dates.js'
 
@@ -21,7 +21,7 @@ export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Dat
 }
 
 /** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a path naming a record of `owner`, 404 when there is none. */
-export function capabilitiesHandler (methods: readonly string[], owner?: ResourceModel) {
+export function capabilitiesHandler (methods: readonly string[], owner?: { readonly model: ResourceModel, readonly store: Store }) {
   const allow = methods.join(', ')
   const body = { data: { methods } }
   function queryCapabilities (_request: FastifyRequest, reply: FastifyReply) {
@@ -32,7 +32,7 @@ export function capabilitiesHandler (methods: readonly string[], owner?: Resourc
   // On an item's path (or a nested collection's), the record it names must exist, as for GET.
   return async function queryRecordCapabilities (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
-    if (await owner.store.get(owner, id) === null) throw new NotFoundError(`${owner.singular} ${id}`)
+    if (await owner.store.get(owner.model, id) === null) throw new NotFoundError(`${owner.model.singular} ${id}`)
     return queryCapabilities(request, reply)
   }
 }

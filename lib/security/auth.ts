@@ -4,7 +4,7 @@
 import { hash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
 import type { Operation, ResourceModel } from '../registry/model.js'
-import type { Fields } from '../stores/store.js'
+import type { Fields, Store } from '../stores/store.js'
 import { ForbiddenError, OptionsInvalidError, UnauthorizedError, withHeaders, withInvalidParams } from '../errors.js'
 import { decodeBase64 } from './base64.js'
 import { readRecordOnce } from '../record-once.js'
@@ -225,7 +225,7 @@ const operationWords: Readonly<Record<AuthorizedOperation, string>> = {
 }
 
 /** A route-level preParsing hook: the authorization check for one resource operation, before the body is read. */
-export function authorizationHook (authorize: NonNullable<AuthOptions['authorize']>, model: ResourceModel, operation: AuthorizedOperation, item: boolean) {
+export function authorizationHook (authorize: NonNullable<AuthOptions['authorize']>, model: ResourceModel, store: Store, operation: AuthorizedOperation, item: boolean) {
   const refusal = `These credentials do not allow ${operationWords[operation]} ${model.name}.`
   // Callback style, and synchronous when it can be: each await of an async hook cost more than the check.
   return function checkAuthorization (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (error: Error | null, payload?: RequestPayload) => void) {
@@ -237,6 +237,6 @@ export function authorizationHook (authorize: NonNullable<AuthOptions['authorize
     }
     if (!item) return decide(undefined, undefined)
     const id = (request.params as { id: string }).id
-    readRecordOnce(request, model, id).then(record => decide(id, record?.data ?? null), done)
+    readRecordOnce(request, store, model, id).then(record => decide(id, record?.data ?? null), done)
   }
 }

@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, OptionsInvalidError, withInvalidParams } from '../errors.js'
 import { auditHeaderNames } from './audit-headers.js'
+import { routeSpecOf } from '../routes/table.js'
 
 export interface CorsOptions {
   /** Origins allowed in `Origin`, e.g. `https://app.example.com`; `*` is refused. Default: none. */
@@ -45,10 +46,7 @@ function isOrigin (text: string): boolean {
 export const exposedHeaders = ['ETag', 'Location', 'Request-Id', 'Retry-After', 'Link', 'Allow', 'WWW-Authenticate',
   'Deprecation', 'Sunset', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']
 
-/** The methods a route URL allows, as its Allow header lists them; undefined for routes that are not the plugin's resources. */
-export type MethodsOf = (routeUrl: string) => readonly string[] | undefined
-
-// Routes without a list of their own (openapi.json, docs, problem pages) are read-only.
+// The CORS catch-all (paths with no OPTIONS route of their own) is read-only.
 const readMethods = ['GET', 'HEAD', 'OPTIONS']
 
 /**
@@ -60,19 +58,12 @@ const readMethods = ['GET', 'HEAD', 'OPTIONS']
  * limit and authentication, since browsers send no credentials with it; any other OPTIONS is QUERY
  * CAPABILITIES. Other requests get Access-Control-Allow-Origin and -Expose-Headers.
  */
-export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean, methodsOf: MethodsOf) {
+export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean) {
   const allowed = new Set(cors.origins)
   const allowedHeaders = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since',
     'If-Unmodified-Since', 'X-Request-Id', ...auditHeaderNames, ...(apiKeys ? ['x-api-key'] : [])].join(', ')
   const exposed = exposedHeaders.join(', ')
   const maxAge = String(cors.maxAge)
-  // A preflight lists the methods of the route it asks about, as that route's Allow does.
-  const methodLists = new Map<string, string>()
-  function methodsFor (routeUrl: string): string {
-    let methods = methodLists.get(routeUrl)
-    if (methods === undefined) methodLists.set(routeUrl, methods = (methodsOf(routeUrl) ?? readMethods).join(', '))
-    return methods
-  }
 
   /** True when it answered the request (a preflight). */
   return function checkOrigin (request: FastifyRequest, reply: FastifyReply): boolean {
@@ -83,7 +74,8 @@ export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean, methodsOf
     }
     reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', exposed)
     if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] === undefined) return false
-    reply.header('access-control-allow-methods', methodsFor(String(request.routeOptions.url)))
+    // A preflight lists the methods of the route it asks about, as that route's Allow does.
+    reply.header('access-control-allow-methods', (routeSpecOf(request)?.allow ?? readMethods).join(', '))
       .header('access-control-allow-headers', allowedHeaders)
       .header('access-control-max-age', maxAge)
       // Safari waits for a body after a 204 without Content-Length.

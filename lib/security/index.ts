@@ -1,26 +1,20 @@
-// The security edge of the plugin (spec "Request headers", "Response headers", "Authentication",
-// "Limits"), in one order for every request: headers → request id → CORS → query length → rate
-// limit → auth → Accept (the steps of one onRequest hook, edge.ts) → (route: content type) → Date and audit
-// headers → (route: authorization) → handler. CORS precedes STYLE §3's place so that every
-// refusal after it is readable by the browser that asked.
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+// The security steps of the request pipeline (spec "Request headers", "Response headers",
+// "Authentication", "Limits") that need more than one module: admission (rate limit, then
+// authentication), the per-route policies, and the Date and audit header check. Their order
+// among the other steps is pipeline.ts's.
+import type { FastifyReply, FastifyRequest, RequestPayload, RouteOptions } from 'fastify'
 import type { ResolvedOptions } from '../options.js'
-import type { ResourceModel } from '../registry/model.js'
+import type { RouteSpec } from '../routes/table.js'
+import type { Store } from '../stores/store.js'
 import { authorizationHook, createAuthenticator } from './auth.js'
 import type { Authentication, Authenticator, AuthorizedOperation } from './auth.js'
 import { checkAuditHeaders, logAuditedWrite, writeMethods } from './audit-headers.js'
 import type { AuditValues } from './audit-headers.js'
-import { createCorsCheck, registerPreflightRoute } from './cors.js'
-import type { MethodsOf } from './cors.js'
 import { dateHeaderProblem } from './date-header.js'
-import { addRouteHook } from '../route-hooks.js'
-import { edgeHook, isPromise } from './edge.js'
+import { isPromise } from './edge.js'
 import type { EdgeStep } from './edge.js'
-import { createHeaderHooks } from './headers.js'
-import { protocolCheck, queryStringCheck, routeUnmetExpectations } from './limits.js'
 import { addressKey, createRateLimiter } from './rate-limit.js'
 import type { RateLimiter } from './rate-limit.js'
-import { stampRequestId } from './request-id.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,39 +33,49 @@ declare module 'fastify' {
   }
 }
 
-interface RouteTarget { readonly model: ResourceModel, readonly operation: AuthorizedOperation, readonly item: boolean }
-
-/** Path pattern → method → the resource operation it serves, known at registration (never matched per request). */
-function resourceRoutes (models: readonly ResourceModel[]) {
-  const routes = new Map<string, Readonly<Record<string, RouteTarget>>>()
-  const target = (model: ResourceModel, operation: AuthorizedOperation, item = false) => ({ model, operation, item })
-  for (const model of models) {
-    const list = target(model, 'list')
-    const retrieve = target(model, 'retrieve', true)
-    routes.set(`/${model.name}`, { GET: list, HEAD: list, POST: target(model, 'create'), OPTIONS: target(model, 'capabilities') })
-    routes.set(`/${model.name}/:id`, {
-      GET: retrieve,
-      HEAD: retrieve,
-      PUT: target(model, 'replace', true),
-      PATCH: target(model, 'modify', true),
-      DELETE: target(model, 'delete', true),
-      OPTIONS: target(model, 'capabilities')
-    })
-    for (const relation of model.relations.values()) {
-      if (relation.kind !== 'many') continue
-      const nested = target(relation.target, 'list')
-      routes.set(`/${model.name}/:id/${relation.name}`, { GET: nested, HEAD: nested, OPTIONS: target(relation.target, 'capabilities') })
-    }
+/** Route limits from the options, on every route of the plugin. */
+export function routeLimits (options: ResolvedOptions) {
+  return function applyRouteLimits (route: RouteOptions) {
+    if (options.bodyLimit !== undefined) route.bodyLimit ??= options.bodyLimit
+    if (options.handlerTimeout !== undefined) route.handlerTimeout ??= options.handlerTimeout
   }
-  return routes
 }
+
+/** A resource's own header policy (Cache-Control, deprecation) on the routes serving it. */
+export function resourcePolicies (options: ResolvedOptions) {
+  return function applyResourcePolicy (route: RouteOptions, spec: RouteSpec | undefined) {
+    const policy = spec?.resource === null || spec === undefined ? undefined : options.resourcePolicies.get(spec.resource.name)
+    if (policy !== undefined) route.config = { ...policy, ...route.config }
+  }
+}
+
+/** The authorization check of a resource route, when the options have an `authorize` function. */
+export function authorizationFor (options: ResolvedOptions) {
+  const authorize = options.auth?.authorize
+  return function authorizationOf (_route: RouteOptions, spec: RouteSpec | undefined) {
+    if (authorize === undefined || spec === undefined || spec.resource === null) return undefined
+    // A route with a resource has its store.
+    return authorizationHook(authorize, spec.resource, spec.store as Store, spec.operation as AuthorizedOperation, spec.item)
+  }
+}
+
+/** The audit log line of a write (spec "Request headers": audit headers), on routes that write. */
+export function auditLogOf (_route: RouteOptions, spec: RouteSpec | undefined) {
+  return spec !== undefined && writeMethods.has(spec.method) ? logAuditedWrite : undefined
+}
+
+/** Authentication, when the options configure it. */
+export const authenticatorFor = (options: ResolvedOptions) => options.auth === null ? null : createAuthenticator(options.auth)
+
+/** The rate limiter, when the options configure one. */
+export const rateLimiterFor = (options: ResolvedOptions) => options.rateLimit === null ? null : createRateLimiter(options.rateLimit)
 
 /**
  * The edge's admission step: the rate limit, keyed by principal when the credentials hold (else by
  * client address), then authentication (401 unless the route is public). Both need the
  * credentials, examined once; a preflight never gets here.
  */
-function admission (authenticator: Authenticator | null, limit: RateLimiter | null): EdgeStep | undefined {
+export function admission (authenticator: Authenticator | null, limit: RateLimiter | null): EdgeStep | undefined {
   if (authenticator === null) return limit === null ? undefined : (request, reply) => limit(request, reply, addressKey(request))
   const admit = (request: FastifyRequest, reply: FastifyReply, result: Authentication) => {
     const counted = limit?.(request, reply, result.kind === 'authenticated' ? `principal:${result.key}` : addressKey(request))
@@ -84,57 +88,13 @@ function admission (authenticator: Authenticator | null, limit: RateLimiter | nu
   }
 }
 
-/**
- * `methodsOf`: the methods a route URL allows (filled as routes are added, read per preflight).
- * `negotiate`: the Accept check (406), the edge's last step.
- */
-export function registerSecurity (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], methodsOf: MethodsOf, negotiate: EdgeStep) {
-  app.decorateRequest('principal', null)
-  app.decorateRequest('audit', null)
-  const authenticator = options.auth === null ? null : createAuthenticator(options.auth)
-  const authorize = options.auth?.authorize
-  const routes = resourceRoutes(models)
-
-  // Per-route settings, prepared as routes are added: limits, resource policies, authorization.
-  app.addHook('onRoute', function applyRoutePolicies (route: RouteOptions & { routePath: string }) {
-    if (options.bodyLimit !== undefined) route.bodyLimit ??= options.bodyLimit
-    if (options.handlerTimeout !== undefined) route.handlerTimeout ??= options.handlerTimeout
-    const target = routes.get(route.routePath)?.[String(route.method)]
-    if (target === undefined) return
-    const policy = options.resourcePolicies.get(target.model.name)
-    if (policy !== undefined) route.config = { ...policy, ...route.config }
-    if (authorize !== undefined) addRouteHook(route, 'preParsing', authorizationHook(authorize, target.model, target.operation, target.item))
-  })
-  app.addHook('onRoute', function addAuditLog (route: RouteOptions) {
-    if ([route.method].flat().some(method => writeMethods.has(method))) addRouteHook(route, 'onResponse', logAuditedWrite)
-  })
-
-  const headers = createHeaderHooks(options.cacheControl, options.deprecation)
-  app.addHook('onSend', headers.setRouteHeaders)
-
-  // CORS comes before the refusals that follow (414, 429, 401) so that they carry
-  // Access-Control-Allow-Origin: without it a browser hides the whole answer, Retry-After included.
-  const steps: Array<EdgeStep | undefined> = [
-    headers.setFixedHeaders,
-    stampRequestId,
-    createCorsCheck(options.cors, options.auth?.apiKey !== undefined, methodsOf),
-    queryStringCheck(options.maxQueryLength),
-    protocolCheck,
-    admission(authenticator, options.rateLimit === null ? null : createRateLimiter(options.rateLimit)),
-    negotiate
-  ]
-  app.addHook('onRequest', edgeHook(steps.filter(step => step !== undefined)))
-  routeUnmetExpectations(app.server, app.prefix)
-  registerPreflightRoute(app)
-
-  // preParsing runs after every onRequest hook, the routes' 415 check included.
-  app.addHook('preParsing', function checkRequestHeaders (request, _reply, payload, done) {
-    try {
-      const date = dateHeaderProblem(request)
-      checkAuditHeaders(request, date === undefined ? [] : [date])
-    } catch (error) {
-      return done(error as Error)
-    }
-    done(null, payload)
-  })
+/** Date and audit headers, after the edge (which may refuse sooner) and before the body is read: one 400 names every bad one. */
+export function checkRequestHeaders (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (error: Error | null, payload?: RequestPayload) => void) {
+  try {
+    const date = dateHeaderProblem(request)
+    checkAuditHeaders(request, date === undefined ? [] : [date])
+  } catch (error) {
+    return done(error as Error)
+  }
+  done(null, payload)
 }

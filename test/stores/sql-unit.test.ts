@@ -5,7 +5,6 @@ import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import pg from 'pg'
 import { buildRegistry } from '../../lib/registry/index.js'
-import { memoryStore } from '../../lib/stores/memory.js'
 import { ident, join, quoteIdent, raw, sql, toQuery } from '../../lib/stores/sql/sql.js'
 import { escapeLike } from '../../lib/stores/sql/compile.js'
 import { isUnavailable } from '../../lib/stores/sql/store.js'
@@ -68,7 +67,6 @@ t.test('table mapping: unknown fields and reused columns are refused with the op
   const [model] = buildRegistry([{
     name: 'books',
     singular: 'book',
-    store: memoryStore(),
     schema: Type.Object({ id: Type.Readonly(Type.String()), version: Type.Integer(), title: Type.String() }, { additionalProperties: false })
   }])
   t.throws(() => resolveTable(model, 'public'), { name: 'TypeError', message: /column 'version' of table books would hold two things/ })

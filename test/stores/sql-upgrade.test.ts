@@ -10,7 +10,7 @@ import { Type } from '@sinclair/typebox'
 import type { TObject } from '@sinclair/typebox'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp, create } from '../helpers/app.js'
-import { defineResource } from '../../lib/registry/define.js'
+import { defineResource } from '../../lib/define.js'
 import { buildRegistry } from '../../lib/registry/index.js'
 import type { ResourceModel } from '../../lib/registry/model.js'
 import { pgliteStore, postgresStore } from '../../lib/stores/sql/index.js'
@@ -126,8 +126,8 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     const schema = engine.schema('upgrade_managed')
     await engine.rows(`CREATE SCHEMA "${schema}"`)
     await engine.rows(`CREATE TABLE "${schema}".events (id varchar(20) PRIMARY KEY, at timestamp NOT NULL, score real, version integer NOT NULL DEFAULT 1, changed timestamptz NOT NULL DEFAULT now())`)
-    const events = (store: Store, fields: Record<string, TObject['properties'][string]>) => buildRegistry([{
-      name: 'events', singular: 'event', store, schema: Type.Object({ id: Id, ...fields }, { additionalProperties: false })
+    const events = (fields: Record<string, TObject['properties'][string]>) => buildRegistry([{
+      name: 'events', singular: 'event', schema: Type.Object({ id: Id, ...fields }, { additionalProperties: false })
     }])[0]
     const options = { schema, migrate: false, tables: { events: { modifiedAtColumn: 'changed' } } }
     const cases: ReadonlyArray<readonly [Record<string, TObject['properties'][string]>, RegExp]> = [
@@ -137,12 +137,12 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     ]
     for (const [fields, message] of cases) {
       const store = await engine.open(t, options)
-      await t.rejects(store.prepare?.([events(store, fields)]) as Promise<void>, { name: 'TypeError', message })
+      await t.rejects(store.prepare?.([events(fields)]) as Promise<void>, { name: 'TypeError', message })
     }
     const store = await engine.open(t, { schema, migrate: false })
-    await t.rejects(store.prepare?.([events(store, {})]) as Promise<void>, { name: 'TypeError', message: /table ".*"\."events" has no column "modified_at" for the store's bookkeeping, and option migrate is false/ })
+    await t.rejects(store.prepare?.([events({})]) as Promise<void>, { name: 'TypeError', message: /table ".*"\."events" has no column "modified_at" for the store's bookkeeping, and option migrate is false/ })
     await engine.rows(`ALTER TABLE "${schema}".events RENAME COLUMN changed TO modified_at; ALTER TABLE "${schema}".events ALTER COLUMN modified_at TYPE timestamp`)
-    await t.rejects(store.prepare?.([events(store, {})]) as Promise<void>, { name: 'TypeError', message: /column "modified_at" of table ".*"\."events" is timestamp without time zone, which cannot hold the store's bookkeeping/ })
+    await t.rejects(store.prepare?.([events({})]) as Promise<void>, { name: 'TypeError', message: /column "modified_at" of table ".*"\."events" is timestamp without time zone, which cannot hold the store's bookkeeping/ })
   })
 
   t.test('a column narrower than its field refuses what does not fit with a 422, never truncating', async t => {
@@ -165,15 +165,15 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     await engine.rows(`CREATE SCHEMA "${schema}"`)
     await engine.rows(`CREATE TABLE "${schema}".people (id text PRIMARY KEY, name text, version integer NOT NULL DEFAULT 1, modified_at timestamptz NOT NULL DEFAULT now())`)
     await engine.rows(`INSERT INTO "${schema}".people (id, name) VALUES ('p1', 'Ann'), ('p2', NULL)`)
-    const people = (store: Store) => buildRegistry([{
-      name: 'people', singular: 'person', store, schema: Type.Object({ id: Id, name: Type.String({ default: 'nobody' }) }, { additionalProperties: false })
+    const people = () => buildRegistry([{
+      name: 'people', singular: 'person', schema: Type.Object({ id: Id, name: Type.String({ default: 'nobody' }) }, { additionalProperties: false })
     }])[0]
     const checking = await engine.open(t, { schema, migrate: false })
-    await t.rejects(checking.prepare?.([people(checking)]) as Promise<void>, { name: 'TypeError', message: new RegExp(`^SQL store: 1 existing rows of table "${schema}"\\."people" have no value in column "name", but field name of people is required`) },
+    await t.rejects(checking.prepare?.([people()]) as Promise<void>, { name: 'TypeError', message: new RegExp(`^SQL store: 1 existing rows of table "${schema}"\\."people" have no value in column "name", but field name of people is required`) },
       'migrate: false fills nothing, even with a default')
     await engine.rows(`UPDATE "${schema}".people SET name = 'Bo' WHERE id = 'p2'`)
     const store = await engine.open(t, { schema, migrate: false })
-    const model = people(store)
+    const model = people()
     await store.prepare?.([model])
     await engine.rows(`INSERT INTO "${schema}".people (id, name) VALUES ('p3', NULL)`)
     const pages: unknown[][] = []
@@ -187,7 +187,7 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     t.same(pages, [['p3'], ['p1'], ['p2']], 'the NULL sorts first and no row is skipped')
 
     const filling = await engine.open(t, { schema })
-    await filling.prepare?.([people(filling)])
+    await filling.prepare?.([people()])
     t.same(await engine.rows(`SELECT id, name FROM "${schema}".people ORDER BY id`), [{ id: 'p1', name: 'Ann' }, { id: 'p2', name: 'Bo' }, { id: 'p3', name: 'nobody' }],
       'with migrate on, the default fills the NULLs')
     t.same(await engine.rows(`SELECT is_nullable FROM information_schema.columns WHERE table_schema = '${schema}' AND table_name = 'people' AND column_name = 'name'`),

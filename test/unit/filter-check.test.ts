@@ -19,7 +19,6 @@ function model (name: string, fields: Record<string, FieldType>, relations: Rela
     defaultPageSize: 10,
     maxPageSize: 100,
     operations: new Set(['list']),
-    store: {} as never,
     generateId: () => ''
   }
 }

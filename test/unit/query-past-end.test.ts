@@ -1,4 +1,4 @@
-// Unit tests for the links of an offset page past the end (lib/envelope/index.ts countPastEnd and listBody; spec
+// Unit tests for the links of an offset page past the end (lib/routes/related.ts countPastEnd, lib/envelope/index.ts listBody; spec
 // "Page links", "Client-driven paging" 3; issue 3, point 7): one count names the last page with
 // items, with the query the store ran (a nested collection's includes its parent scope).
 import t from 'tap'
@@ -6,7 +6,8 @@ import { buildRegistry } from '../../lib/registry/index.js'
 import { createCursorCodec } from '../../lib/query/cursor.js'
 import { parseListQuery } from '../../lib/query/list-query.js'
 import type { RawQuery } from '../../lib/query/list-query.js'
-import { countPastEnd, listBody } from '../../lib/envelope/index.js'
+import { listBody } from '../../lib/envelope/index.js'
+import { countPastEnd } from '../../lib/routes/related.js'
 import type { EnvelopeContext } from '../../lib/envelope/index.js'
 import type { FilterNode } from '../../lib/query/filter/ast.js'
 import type { ListQuery } from '../../lib/stores/store.js'
@@ -33,7 +34,7 @@ async function list (data: Awaited<ReturnType<typeof fixture>>, base: string, ra
   const ran: ListQuery = scope === null ? request.query : { ...request.query, filter: scope }
   const page = await store.list(books, ran)
   store.lists.length = 0
-  const body = listBody(context, books, base, request, page, [], [], page.total ?? await countPastEnd(books, request, page, ran))
+  const body = listBody(context, books, base, request, page, [], [], page.total ?? await countPastEnd(store, books, request, page, ran))
   return { body, lists: [...store.lists] }
 }
 

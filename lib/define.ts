@@ -1,0 +1,23 @@
+// The resource definition a user writes (one TypeBox schema plus relations and limits, and the
+// store that keeps its records), and the helper that keeps its record type inferred from the schema.
+import type { Static, TObject } from '@sinclair/typebox'
+import type { ResourceShape } from './registry/model.js'
+import type { Store } from './stores/store.js'
+
+export type { RelationDefinition } from './registry/model.js'
+
+export interface ResourceDefinition<S extends TObject = TObject> extends ResourceShape<S> {
+  readonly store: Store
+}
+
+/** The record type of a resource, inferred from its schema. */
+export type RecordOf<D> = D extends ResourceDefinition<infer S> ? Static<S> : never
+
+/**
+ * Declares a resource; returns the definition unchanged, typed by its schema.
+ * @example
+ * const books = defineResource({ name: 'books', singular: 'book', schema: Book, store })
+ */
+export function defineResource<S extends TObject> (definition: ResourceDefinition<S>): ResourceDefinition<S> {
+  return definition
+}

@@ -1,0 +1,125 @@
+// The request pipeline: every hook and body parser the plugin adds, by phase, each step named.
+// Each list is in the order requests meet its steps. Fastify runs a phase's hooks for every
+// request before a route's own, so the steps only some routes take (`routeSteps`) come after the
+// others of their phase. Adding a step is one line here plus its module.
+import type { FastifyInstance, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler, preValidationHookHandler, RouteOptions } from 'fastify'
+import type { ResolvedOptions } from './options.js'
+import type { ResourceModel } from './registry/model.js'
+import { routeSpecIn } from './routes/table.js'
+import type { RouteSpec } from './routes/table.js'
+import { requireBodyType } from './http/body-types.js'
+import { checkCharset, createResponseFormats, formatParsers } from './formats/index.js'
+import type { BodyParser } from './formats/index.js'
+import { checkStorableText, jsonParser } from './formats/json.js'
+import { createAcceptCheck } from './http/negotiation.js'
+import { edgeHook } from './security/edge.js'
+import type { EdgeStep } from './security/edge.js'
+import { createHeaderHooks } from './security/headers.js'
+import { stampRequestId } from './security/request-id.js'
+import { createCorsCheck } from './security/cors.js'
+import { protocolCheck, queryStringCheck } from './security/limits.js'
+import {
+  admission, auditLogOf, authenticatorFor, authorizationFor, checkRequestHeaders, rateLimiterFor,
+  resourcePolicies, routeLimits
+} from './security/index.js'
+import { kPlainJson, kRecordRead } from './symbols.js'
+
+interface Step<F> { readonly name: string, readonly run: F }
+
+interface RouteHooks {
+  onRequest: onRequestHookHandler
+  preParsing: preParsingHookHandler
+  preValidation: preValidationHookHandler
+  onResponse: onResponseHookHandler
+}
+
+/** A step only some routes take: its hook for one route, or undefined when the route needs none. */
+type RouteStep = { [P in keyof RouteHooks]: { readonly name: string, readonly phase: P, readonly hookFor: (route: RouteOptions, spec: RouteSpec | undefined) => RouteHooks[P] | undefined } }[keyof RouteHooks]
+
+export interface Pipeline {
+  /** Request fields, initialised on the prototype so that requests never add them. */
+  readonly requestFields: ReadonlyArray<readonly [string | symbol, null | false]>
+  /** Body parsers by media type; every other type is a 415. */
+  readonly parsers: readonly BodyParser[]
+  /** Route settings, applied as each route is added. */
+  readonly onRoute: ReadonlyArray<Step<(route: RouteOptions, spec: RouteSpec | undefined) => void>>
+  /** Every request's first steps, run as one onRequest hook (security/edge.ts). */
+  readonly edge: ReadonlyArray<Step<EdgeStep | undefined>>
+  readonly preParsing: ReadonlyArray<Step<preParsingHookHandler>>
+  readonly onSend: ReadonlyArray<Step<onSendHookHandler>>
+  /** Added to the routes that need them, after the steps above of their phase. */
+  readonly routeSteps: readonly RouteStep[]
+}
+
+const bodiless = new Set(['GET', 'HEAD'])
+
+/** Whether requests to the route may carry a body (every method but GET and HEAD may). */
+const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method => bodiless.has(method))
+
+/** The plugin's pipeline for these options. */
+export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[]): Pipeline {
+  const headers = createHeaderHooks(options.cacheControl, options.deprecation)
+  const formats = createResponseFormats(app, models)
+  return {
+    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null]],
+    parsers: [jsonParser(app), ...formatParsers],
+    onRoute: [
+      { name: 'routeLimits', run: routeLimits(options) },
+      { name: 'resourcePolicy', run: resourcePolicies(options) }
+    ],
+    edge: [
+      { name: 'fixedHeaders', run: headers.setFixedHeaders },
+      { name: 'requestId', run: stampRequestId },
+      // Before every refusal that follows (414, 429, 401): without Access-Control-Allow-Origin a
+      // browser hides the whole answer, Retry-After included.
+      { name: 'cors', run: createCorsCheck(options.cors, options.auth?.apiKey !== undefined) },
+      { name: 'queryLength', run: queryStringCheck(options.maxQueryLength) },
+      { name: 'protocol', run: protocolCheck },
+      // The rate limit, then authentication: both read the credentials, once.
+      { name: 'admission', run: admission(authenticatorFor(options), rateLimiterFor(options)) },
+      { name: 'accept', run: createAcceptCheck(formats) }
+    ],
+    preParsing: [
+      { name: 'requestHeaders', run: checkRequestHeaders }
+    ],
+    onSend: [
+      { name: 'routeHeaders', run: headers.setRouteHeaders }
+    ],
+    routeSteps: [
+      { name: 'contentType', phase: 'onRequest', hookFor: (_route, spec) => spec === undefined || spec.bodyTypes.length === 0 ? undefined : requireBodyType(spec.bodyTypes) },
+      { name: 'charset', phase: 'onRequest', hookFor: route => mayHaveBody(route) ? checkCharset : undefined },
+      // Before the body is read: a refused caller's body is never parsed.
+      { name: 'authorization', phase: 'preParsing', hookFor: authorizationFor(options) },
+      { name: 'storableText', phase: 'preValidation', hookFor: route => mayHaveBody(route) ? checkStorableText : undefined },
+      { name: 'auditLog', phase: 'onResponse', hookFor: auditLogOf }
+    ]
+  }
+}
+
+/** Adds the pipeline's hooks and parsers to the plugin's instance, before any route. */
+export function installPipeline (app: FastifyInstance, pipeline: Pipeline) {
+  for (const [name, initial] of pipeline.requestFields) app.decorateRequest(name, initial)
+  app.removeAllContentTypeParsers()
+  for (const parser of pipeline.parsers) {
+    if (parser.parseAs === 'buffer') app.addContentTypeParser([...parser.types], { parseAs: 'buffer' }, parser.parse)
+    else app.addContentTypeParser([...parser.types], parser.parse)
+  }
+  app.addHook('onRoute', function applyPipeline (route: RouteOptions) {
+    const spec = routeSpecIn(route)
+    for (const step of pipeline.onRoute) step.run(route, spec)
+    for (const step of pipeline.routeSteps) {
+      const hook = step.hookFor(route, spec)
+      if (hook !== undefined) addRouteHook(route, step.phase, hook)
+    }
+  })
+  app.addHook('onRequest', edgeHook(pipeline.edge.flatMap(step => step.run === undefined ? [] : [step.run])))
+  for (const step of pipeline.preParsing) app.addHook('preParsing', step.run)
+  for (const step of pipeline.onSend) app.addHook('onSend', step.run)
+}
+
+/** Appends `hook` to the route's own `phase` hooks. */
+function addRouteHook (route: RouteOptions, phase: keyof RouteHooks, hook: RouteHooks[keyof RouteHooks]) {
+  const current = route[phase] as unknown
+  const hooks = current === undefined ? [] : Array.isArray(current) ? current : [current]
+  ;(route as unknown as Record<string, unknown[]>)[phase] = [...hooks, hook]
+}

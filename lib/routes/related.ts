@@ -1,0 +1,49 @@
+// The store reads around a page (spec "Response envelope": expand and include; "Page links"): the
+// related records of the items, one store call per relation (never one per item), and the count
+// an empty offset page past the end needs. The envelope shapes what these read.
+import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { Fields, ListQuery, Page, Store } from '../stores/store.js'
+import type { ListRequest } from '../query/list-query.js'
+import { needsPastEndCount } from '../envelope/index.js'
+import type { RelatedRecords } from '../envelope/index.js'
+import { compareText } from '../query/filter/evaluate.js'
+
+/** The related records of `items` for every relation expanded or included. */
+export async function fetchRelated (store: Store, model: ResourceModel, items: Fields[], relations: readonly RelationModel[]): Promise<RelatedRecords> {
+  const related = new Map<RelationModel, (item: Fields) => Fields | Fields[] | null>()
+  for (const relation of new Set(relations)) related.set(relation, await fetchRelation(store, model, relation, items))
+  return related
+}
+
+async function fetchRelation (store: Store, model: ResourceModel, relation: RelationModel, items: Fields[]): Promise<(item: Fields) => Fields | Fields[] | null> {
+  const target = relation.target
+  if (relation.kind === 'one') {
+    const ids = [...new Set(items.map(item => item[relation.field]).filter(id => id !== null && id !== undefined))]
+    const records = ids.length === 0 ? [] : await store.getMany(target, target.idField, ids)
+    const byId = new Map(records.map(record => [record.data[target.idField], record.data]))
+    return item => byId.get(item[relation.field]) ?? null
+  }
+  const ids = items.map(item => item[model.idField])
+  const records = ids.length === 0 ? [] : await store.getMany(target, relation.field, ids)
+  const byParent = new Map<unknown, Fields[]>()
+  for (const record of [...records].sort((a, b) => compareIds(a.data[target.idField], b.data[target.idField]))) {
+    const parent = record.data[relation.field]
+    const children = byParent.get(parent)
+    if (children === undefined) byParent.set(parent, [record.data])
+    else children.push(record.data)
+  }
+  return item => byParent.get(item[model.idField]) ?? []
+}
+
+// Children in id order, as the SQL store's ORDER BY id COLLATE "C" gives them.
+const compareIds = (a: unknown, b: unknown) => compareText(String(a), String(b))
+
+/**
+ * The number of matches, for an empty offset page past the end (envelope needsPastEndCount), with
+ * `ran`, the query the store ran, so that a nested collection counts its own parent's children
+ * only. Any other page gets undefined rather than a promise.
+ */
+export function countPastEnd (store: Store, model: ResourceModel, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> | undefined {
+  if (!needsPastEndCount(request, page)) return undefined
+  return store.list(model, { ...ran, window: { kind: 'offset', offset: 0 }, limit: 0, total: true }).then(counted => counted.total)
+}

@@ -1,0 +1,210 @@
+// The route table (spec "Operations"): one RouteSpec per route the plugin serves, derived once at
+// registration. Every route is registered from its spec with the spec in `config.route`, and every
+// part that needs to know a route (Allow and 405, CORS preflights, authorization, audit, the
+// OpenAPI document, the problem pages) reads that spec; none matches URLs or path strings.
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest, FastifySchema, RouteHandlerMethod, RouteOptions } from 'fastify'
+import FindMyWay from 'find-my-way'
+import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { AuthorizedOperation } from '../security/auth.js'
+import type { Store } from '../stores/store.js'
+import { produced } from '../http/negotiation.js'
+import { bodyTypes } from '../http/body-types.js'
+import type { RouteContext } from './context.js'
+import { collectionHandlers, nestedListHandler } from './collection.js'
+import { itemHandlers } from './item.js'
+import { capabilitiesHandler } from './shared.js'
+import {
+  capabilitiesRouteSchema, createRouteSchema, deleteRouteSchema, listRouteSchema, modifyRouteSchema,
+  nestedListRouteSchema, replaceRouteSchema, retrieveRouteSchema, schemaOptionsFor
+} from './route-schema.js'
+
+/** What a route does: a resource operation, or one of the plugin's own pages. */
+export type RouteOperation = AuthorizedOperation | 'document' | 'docs' | 'problem-types'
+
+export interface RouteSpec {
+  /** GET routes serve HEAD too (RETRIEVE HEADERS): Fastify derives the HEAD route, with this spec. */
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS'
+  /** Relative to the plugin's prefix, in Fastify's syntax: `/books/:id`. */
+  readonly path: string
+  /** Every method served at `path`, as Allow lists them: 405 answers, QUERY CAPABILITIES, CORS preflights. */
+  readonly allow: readonly string[]
+  readonly operation: RouteOperation
+  /** The resource whose records the route serves (a nested collection's: the children); null for the plugin's pages. */
+  readonly resource: ResourceModel | null
+  /** Where `resource`'s records are kept; null for the plugin's pages. */
+  readonly store: Store | null
+  /** The route names one record, which authorization reads before deciding. */
+  readonly item: boolean
+  /** Media types the request body may have; empty when the operation reads none. */
+  readonly bodyTypes: readonly string[]
+  /** Media types of its successful responses. */
+  readonly responseTypes: readonly string[]
+  readonly schema: FastifySchema
+  readonly handler: RouteHandlerMethod
+  /** Route settings of the plugin's pages (`public`, `produces`, a page's CSP). */
+  readonly config?: FastifyContextConfig
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's entry in the route table. */
+    route?: RouteSpec
+  }
+}
+
+/** The spec of the route a request matched; undefined on routes outside the table (the CORS catch-all). */
+export const routeSpecOf = (request: FastifyRequest): RouteSpec | undefined => request.routeOptions.config.route
+
+/** The spec a route carries, as an onRoute hook sees it. */
+export const routeSpecIn = (route: RouteOptions): RouteSpec | undefined => route.config?.route
+
+type Place = 'collection' | 'item' | 'nested'
+
+/** What an operation is in one place: how a path of that place is served. */
+interface OperationRow {
+  readonly operation: AuthorizedOperation
+  readonly method: RouteSpec['method']
+  readonly place: Place
+  readonly item?: boolean
+  readonly bodyTypes?: readonly string[]
+}
+
+/**
+ * Every operation, where it is served and by which method, in registration order (the OpenAPI
+ * document lists paths in this order). Adding an operation is a row here plus its handler and
+ * schema in `build` below.
+ */
+const operations: readonly OperationRow[] = [
+  { operation: 'list', method: 'GET', place: 'collection' },
+  { operation: 'create', method: 'POST', place: 'collection', bodyTypes: bodyTypes.create },
+  { operation: 'capabilities', method: 'OPTIONS', place: 'collection' },
+  { operation: 'list', method: 'GET', place: 'nested' },
+  { operation: 'capabilities', method: 'OPTIONS', place: 'nested' },
+  { operation: 'retrieve', method: 'GET', place: 'item', item: true },
+  { operation: 'replace', method: 'PUT', place: 'item', item: true, bodyTypes: bodyTypes.replace },
+  { operation: 'modify', method: 'PATCH', place: 'item', item: true, bodyTypes: bodyTypes.modify },
+  { operation: 'delete', method: 'DELETE', place: 'item', item: true },
+  { operation: 'capabilities', method: 'OPTIONS', place: 'item' }
+]
+
+/** One path of a resource: where it is, whose records it serves, and whose record its `:id` names. */
+interface PathOf {
+  readonly place: Place
+  readonly path: string
+  readonly resource: ResourceModel
+  readonly owner: ResourceModel | null
+  readonly relation: RelationModel | null
+}
+
+function pathsOf (model: ResourceModel): PathOf[] {
+  const nested = [...model.relations.values()]
+    // A nested collection lists the children: it exists when they can be listed.
+    .filter(relation => relation.kind === 'many' && relation.target.operations.has('list'))
+    .map(relation => ({ place: 'nested' as const, path: `/${model.name}/:id/${relation.name}`, resource: relation.target, owner: model, relation }))
+  return [
+    { place: 'collection', path: `/${model.name}`, resource: model, owner: null, relation: null },
+    ...nested,
+    { place: 'item', path: `/${model.name}/:id`, resource: model, owner: model, relation: null }
+  ]
+}
+
+/** QUERY CAPABILITIES is served on every path; the others as the resource allows. */
+const served = (row: OperationRow, at: PathOf) =>
+  row.operation === 'capabilities' || at.place === 'nested' || at.resource.operations.has(row.operation)
+
+/** The specs of every resource route, in registration order. */
+export function buildRouteTable (models: readonly ResourceModel[], context: RouteContext): RouteSpec[] {
+  const table: RouteSpec[] = []
+  for (const model of models) {
+    const collection = collectionHandlers(model, context)
+    const item = itemHandlers(model, context)
+    const handlers = { list: collection.list, create: collection.create, ...item }
+    for (const at of pathsOf(model)) {
+      const rows = operations.filter(row => row.place === at.place && served(row, at))
+      const allow = rows.flatMap(row => row.method === 'GET' ? ['GET', 'HEAD'] : [row.method])
+      for (const row of rows) {
+        const { schema, handler } = build(row, at, allow, context, handlers)
+        table.push({
+          method: row.method,
+          path: at.path,
+          allow,
+          operation: row.operation,
+          resource: at.resource,
+          store: context.storeOf(at.resource),
+          item: row.item === true,
+          bodyTypes: row.bodyTypes ?? [],
+          responseTypes: produced,
+          schema,
+          handler
+        })
+      }
+    }
+  }
+  return table
+}
+
+type Handlers = Readonly<Record<'list' | 'create' | 'retrieve' | 'replace' | 'modify' | 'delete', RouteHandlerMethod>>
+
+/** The schema and handler of one operation at one path. */
+function build (row: OperationRow, at: PathOf, allow: readonly string[], context: RouteContext, handlers: Handlers) {
+  const model = at.resource
+  const options = schemaOptionsFor(context, model)
+  if (at.place === 'nested') {
+    const parent = at.owner as ResourceModel
+    const relation = at.relation as RelationModel
+    return row.operation === 'list'
+      ? { schema: nestedListRouteSchema(parent, relation, options), handler: nestedListHandler(parent, relation, context) }
+      : { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options), handler: capabilitiesHandler(allow, { model: parent, store: context.storeOf(parent) }) }
+  }
+  switch (row.operation) {
+    case 'list': return { schema: listRouteSchema(model, options), handler: handlers.list }
+    case 'create': return { schema: createRouteSchema(model, options), handler: handlers.create }
+    case 'retrieve': return { schema: retrieveRouteSchema(model, options), handler: handlers.retrieve }
+    case 'replace': return { schema: replaceRouteSchema(model, options), handler: handlers.replace }
+    case 'modify': return { schema: modifyRouteSchema(model, options), handler: handlers.modify }
+    case 'delete': return { schema: deleteRouteSchema(model, options), handler: handlers.delete }
+    case 'capabilities': return at.place === 'collection'
+      ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options), handler: capabilitiesHandler(allow) }
+      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { model, store: context.storeOf(model) }) }
+  }
+}
+
+/** A spec for one of the plugin's own pages (the OpenAPI document, the docs page, the problem pages): read-only, public. */
+export function pageSpec (page: Pick<RouteSpec, 'path' | 'allow' | 'operation' | 'schema' | 'handler' | 'responseTypes'> & { readonly config?: FastifyContextConfig }): RouteSpec {
+  return { method: 'GET', resource: null, store: null, item: false, bodyTypes: [], ...page, config: { public: true, ...page.config } }
+}
+
+/** Registers the route a spec describes, with the spec in its config. */
+export function registerRoute (app: FastifyInstance, spec: RouteSpec) {
+  app.route({ method: spec.method, url: spec.path, schema: spec.schema, handler: spec.handler, config: { ...spec.config, route: spec } })
+}
+
+/**
+ * Which route spec each request path reaches, for the 405 of a request that reached none by its
+ * method: Fastify's router library, with Fastify's router settings, over the plugin's routes as
+ * they are added (Fastify's own `findRoute` cannot say which route it found). A route's spec is
+ * read when asked: a plugin's own onRoute hook may give it one after this index saw the route.
+ */
+export function createRouteIndex (app: FastifyInstance) {
+  const config = app.initialConfig as { routerOptions?: FindMyWay.Config<FindMyWay.HTTPVersion.V1>, caseSensitive?: boolean }
+  const router = FindMyWay({ ...config.routerOptions, caseSensitive: config.caseSensitive })
+  const noHandler = () => undefined
+  return {
+    add (route: RouteOptions) {
+      for (const method of [route.method].flat()) router.on(method as FindMyWay.HTTPMethod, route.url, noHandler, route)
+    },
+    /** The methods allowed at a path; undefined when no route of the plugin is there (404). */
+    allowedAt (path: string): readonly string[] | undefined {
+      for (const method of probeMethods) {
+        const found = router.find(method, path)
+        // An empty `:id` segment (`/books/`) names no record: such a path is not found.
+        if (found === null || Object.values(found.params).includes('')) continue
+        const spec = routeSpecIn(found.store as RouteOptions)
+        if (spec !== undefined) return spec.allow
+      }
+      return undefined
+    }
+  }
+}
+
+const probeMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
