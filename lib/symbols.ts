@@ -20,6 +20,10 @@
 //   keyword 'anyOf' (validation.ts failsOtherBranch).
 // - @fastify/swagger calls `transform` with { schema, url, route, openapiObject } (openapi.ts documentRoute).
 // - PGlite's text decoding drops a leading U+FEFF (stores/sql/pglite.ts dropsLeadingBom).
+// - Fastify passes every onRoute hook the same route object, and the HEAD route it derives from a
+//   GET carries the GET's config (routes/table.ts createRouteIndex, pipeline.ts route steps).
+// - Fastify's initialConfig.routerOptions holds its router settings in find-my-way's terms
+//   (routes/table.ts createRouteIndex).
 
 /** The store read an item request shares between authorization and RETRIEVE (record-once.ts). */
 export const kRecordRead = Symbol('api-conventions.recordRead')

@@ -175,3 +175,26 @@ t.test('PGlite drops a leading U+FEFF from text it reads back', async t => {
   const result = await db.query<unknown[]>('SELECT $1::text', ['\uFEFFx'], { rowMode: 'array' })
   t.equal(result.rows[0][0], 'x')
 })
+
+t.test('Fastify hands every onRoute hook the one route object, and derives HEAD with the GET route\'s config', async t => {
+  // routes/table.ts createRouteIndex keeps the object the first hook saw and reads the route spec a
+  // later hook (the docs page's) put in its config; pipeline.ts gives HEAD routes GET's hooks by it.
+  const app = Fastify()
+  t.teardown(() => app.close())
+  const seen: Array<{ method: unknown, config: unknown }> = []
+  const first: object[] = []
+  app.addHook('onRoute', route => { first.push(route); seen.push(route) })
+  await app.register(async child => {
+    child.addHook('onRoute', route => { route.config = { ...route.config, tagged: first.at(-1) === route } })
+    child.get('/page', { config: { mine: 1 } }, async () => 'ok')
+  })
+  await app.ready()
+  t.same(seen.map(route => [route.method, route.config]), [['GET', { mine: 1, tagged: true }], ['HEAD', { mine: 1, tagged: true }]])
+})
+
+t.test('Fastify shows its router settings as initialConfig.routerOptions, in find-my-way\'s terms', async t => {
+  // routes/table.ts builds its 405 index with these settings, so it matches paths as Fastify's router does.
+  const app = Fastify({ routerOptions: { ignoreTrailingSlash: true, maxParamLength: 50 } })
+  t.teardown(() => app.close())
+  t.match(app.initialConfig, { routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: false, maxParamLength: 50 }, caseSensitive: true })
+})
