@@ -181,11 +181,11 @@ t.test('Fastify hands every onRoute hook the one route object, and derives HEAD 
   // later hook (the docs page's) put in its config; pipeline.ts gives HEAD routes GET's hooks by it.
   const app = Fastify()
   t.teardown(() => app.close())
-  const seen: Array<{ method: unknown, config: unknown }> = []
+  const seen: Array<{ method: unknown, config?: unknown }> = []
   const first: object[] = []
   app.addHook('onRoute', route => { first.push(route); seen.push(route) })
   await app.register(async child => {
-    child.addHook('onRoute', route => { route.config = { ...route.config, tagged: first.at(-1) === route } })
+    child.addHook('onRoute', route => { route.config = { ...route.config, tagged: first.at(-1) === route } as typeof route.config })
     child.get('/page', { config: { mine: 1 } }, async () => 'ok')
   })
   await app.ready()

@@ -3,7 +3,7 @@
 // documents these schemas, so the OpenAPI document says what the parser takes.
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import type { JsonSchema } from '../registry/derive.js'
-import type { SortKey } from '../stores/store.js'
+import type { SortKey } from './store-query.js'
 import type { InvalidParam } from '../errors.js'
 
 export interface QueryParameter<T> {

@@ -1,7 +1,7 @@
 // The store contract (STYLE §5): what every backend implements. Free of HTTP concerns; receives
 // queries already parsed and checked against the model, never raw query strings.
-import type { FilterNode } from '../query/filter/ast.js'
 import type { ResourceModel } from '../registry/model.js'
+import type { ListQuery } from '../query/store-query.js'
 
 export type Fields = Record<string, unknown>
 
@@ -14,25 +14,8 @@ export interface StoredRecord<T extends Fields = Fields> {
   readonly modifiedAt: Date
 }
 
-export interface SortKey { readonly field: string, readonly direction: 'asc' | 'desc' }
-
-/**
- * Where a page starts. `offset` skips that many matches. `after`/`before` are keyset positions:
- * the sort-key values (one per `sort` entry, id last) of the item the page follows or precedes.
- */
-export type PageWindow =
-  | { readonly kind: 'offset', readonly offset: number }
-  | { readonly kind: 'after' | 'before', readonly values: readonly unknown[] }
-
-export interface ListQuery {
-  readonly filter: FilterNode | null
-  /** Total order: always ends with the id (Paging stability 1). */
-  readonly sort: readonly SortKey[]
-  readonly window: PageWindow
-  readonly limit: number
-  /** Also count every match (spec "Total"). */
-  readonly total: boolean
-}
+// The parsed query a store receives is query/'s (store-query.ts); named here too, as part of the contract.
+export type { ListQuery, PageWindow, SortKey } from '../query/store-query.js'
 
 export interface Page {
   /** In the query's sort order, also for `before` windows. */

@@ -1,0 +1,23 @@
+// The query a store runs (spec "Filtering", "Sorting", "Paging"): what the query parameters
+// become once parsed and checked against the model. Stores receive it; they never see raw strings.
+import type { FilterNode } from './filter/ast.js'
+
+export interface SortKey { readonly field: string, readonly direction: 'asc' | 'desc' }
+
+/**
+ * Where a page starts. `offset` skips that many matches. `after`/`before` are keyset positions:
+ * the sort-key values (one per `sort` entry, id last) of the item the page follows or precedes.
+ */
+export type PageWindow =
+  | { readonly kind: 'offset', readonly offset: number }
+  | { readonly kind: 'after' | 'before', readonly values: readonly unknown[] }
+
+export interface ListQuery {
+  readonly filter: FilterNode | null
+  /** Total order: always ends with the id (Paging stability 1). */
+  readonly sort: readonly SortKey[]
+  readonly window: PageWindow
+  readonly limit: number
+  /** Also count every match (spec "Total"). */
+  readonly total: boolean
+}
