@@ -5,7 +5,7 @@
 import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
-import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { pageSpec, registerRoute } from './routes/table.js'
 import type { ResolvedOptions } from './options.js'
 import type { ResourceModel } from './registry/model.js'
@@ -13,7 +13,6 @@ import { schemaNames } from './registry/derive.js'
 import type { JsonSchema } from './registry/derive.js'
 import { componentNames, documentedRouteSchema, openApiRouteSchema, securitySchemes } from './routes/route-schema.js'
 import type { SchemaOptions } from './routes/route-schema.js'
-import type { ProducesConfig } from './http/negotiation.js'
 import { problemNamespace } from './formats/xml.js'
 import { describeXml } from './formats/xml-shape.js'
 import type { RefResolver, XmlRoot } from './formats/xml-shape.js'
@@ -68,7 +67,6 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     allow: ['GET', 'HEAD'],
     operation: 'document',
     responseTypes: json,
-    config: { produces: json } satisfies ProducesConfig,
     schema: openApiRouteSchema(schemaOptions),
     handler: function serveOpenApi (_request: FastifyRequest, reply: FastifyReply) {
       return reply.type('application/json; charset=utf-8').send(document)
@@ -92,7 +90,7 @@ async function docsPage (app: FastifyInstance, { url, title }: { url: string, ti
       allow,
       operation: 'docs',
       responseTypes: produces,
-      config: { produces, contentSecurityPolicy: docsContentSecurityPolicy } satisfies ProducesConfig & FastifyContextConfig,
+      config: { contentSecurityPolicy: docsContentSecurityPolicy },
       schema: route.schema ?? {},
       handler: route.handler
     })

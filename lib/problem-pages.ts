@@ -11,7 +11,7 @@ const escape = (text: string) => text.replace(/[&<>"']/g, c => `&#${c.charCodeAt
 // HTML, not JSON: the Accept check must weigh text/html for these routes (http/negotiation.ts).
 const produces = ['text/html']
 const page = (spec: { path: string, schema: FastifySchema, handler: RouteHandlerMethod }) =>
-  pageSpec({ ...spec, allow: ['GET', 'HEAD'], operation: 'problem-types', responseTypes: produces, config: { produces } })
+  pageSpec({ ...spec, allow: ['GET', 'HEAD'], operation: 'problem-types', responseTypes: produces })
 
 /** The pages, each with its route spec, so other methods answer 405 like everywhere else. */
 export function registerProblemPages (app: FastifyInstance, schemaOptions: SchemaOptions) {

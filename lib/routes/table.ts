@@ -169,9 +169,12 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
   }
 }
 
-/** A spec for one of the plugin's own pages (the OpenAPI document, the docs page, the problem pages): read-only, public. */
+/**
+ * A spec for one of the plugin's own pages (the OpenAPI document, the docs page, the problem pages):
+ * read-only, public, and answering only its own media types (the Accept check reads `produces`).
+ */
 export function pageSpec (page: Pick<RouteSpec, 'path' | 'allow' | 'operation' | 'schema' | 'handler' | 'responseTypes'> & { readonly config?: FastifyContextConfig }): RouteSpec {
-  return { method: 'GET', resource: null, store: null, item: false, bodyTypes: [], ...page, config: { public: true, ...page.config } }
+  return { method: 'GET', resource: null, store: null, item: false, bodyTypes: [], ...page, config: { public: true, produces: page.responseTypes, ...page.config } }
 }
 
 /** Registers the route a spec describes, with the spec in its config. */
