@@ -22,7 +22,7 @@ import {
   admission, auditLogOf, authenticatorFor, authorizationFor, checkRequestHeaders, rateLimiterFor,
   resourcePolicies, routeLimits
 } from './security/index.js'
-import { kPlainJson, kRecordRead } from './symbols.js'
+import { kFormat, kPlainJson, kRecordRead } from './symbols.js'
 
 interface Step<F> { readonly name: string, readonly run: F }
 
@@ -61,7 +61,7 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
   const headers = createHeaderHooks(options.cacheControl, options.deprecation)
   const formats = createResponseFormats(app, models)
   return {
-    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null]],
+    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null]],
     parsers: [jsonParser(app), ...formatParsers],
     onRoute: [
       { name: 'routeLimits', run: routeLimits(options) },

@@ -9,7 +9,6 @@ import { BodyMalformedError, UnsupportedMediaTypeError, withInvalidParams } from
 import { coerceBody } from './coerce.js'
 import { parseMultipart, parseUrlEncoded } from './form.js'
 import { markFormat } from '../http/negotiation.js'
-import { kFormat } from '../symbols.js'
 import { createXmlWriter, parseXml, xmlMediaType } from './xml.js'
 import type { RefResolver } from './xml-shape.js'
 
@@ -78,9 +77,6 @@ export const formatParsers: readonly BodyParser[] = [
 
 /** XML responses, when Accept asks for them. */
 export function createResponseFormats (app: FastifyInstance, models: readonly ResourceModel[]): ResponseFormats {
-  // Initialised on the prototype, so a JSON request never writes it.
-  app.decorateRequest(kFormat, null)
-
   // The shared schemas (`Book`, `BookList` …) are added after this; they are looked up when first written.
   const writeXml = createXmlWriter(sharedSchemas(app, models))
   return {
