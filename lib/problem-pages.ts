@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifySchema, RouteHandlerMethod } from 'fastify'
 import { pageSpec, registerRoute } from './routes/table.js'
 import { NotFoundError, errorTable } from './errors.js'
-import { problemTypeRouteSchema, problemTypesRouteSchema } from './routes/route-schema.js'
+import { problemTypeRouteSchema, problemTypesRouteSchema } from './openapi/docs-routes.js'
 import type { SchemaOptions } from './routes/route-schema.js'
 
 const escape = (text: string) => text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)

@@ -18,7 +18,7 @@
 // - fast-json-stringify serializes `type: [T, 'null']` as anyOf [T, null] would (registry/derive.ts serializable).
 // - Ajv reports a failed anyOf as one error per branch, schemaPath `…/anyOf/<n>/…`, then one with
 //   keyword 'anyOf' (validation.ts failsOtherBranch).
-// - @fastify/swagger calls `transform` with { schema, url, route, openapiObject } (openapi.ts documentRoute).
+// - @fastify/swagger calls `transform` with { schema, url, route, openapiObject } (openapi/index.ts documentRoute).
 // - PGlite's text decoding drops a leading U+FEFF (stores/sql/pglite.ts dropsLeadingBom).
 
 /** The store read an item request shares between authorization and RETRIEVE (record-once.ts). */

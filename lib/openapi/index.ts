@@ -6,17 +6,19 @@ import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import { pageSpec, registerRoute } from './routes/table.js'
-import type { ResolvedOptions } from './options.js'
-import type { ResourceModel } from './registry/model.js'
-import { schemaNames } from './registry/derive.js'
-import type { JsonSchema } from './registry/derive.js'
-import { componentNames, documentedRouteSchema, openApiRouteSchema, securitySchemes } from './routes/route-schema.js'
-import type { SchemaOptions } from './routes/route-schema.js'
-import type { ProducesConfig } from './http/negotiation.js'
-import { problemNamespace } from './formats/xml.js'
-import { describeXml } from './formats/xml-shape.js'
-import type { RefResolver, XmlRoot } from './formats/xml-shape.js'
+import { pageSpec, registerRoute } from '../routes/table.js'
+import type { ResolvedOptions } from '../options.js'
+import type { ResourceModel } from '../registry/model.js'
+import { schemaNames } from '../registry/derive.js'
+import type { JsonSchema } from '../registry/derive.js'
+import type { SchemaOptions } from '../routes/route-schema.js'
+import { componentNames } from '../routes/http-prose.js'
+import type { ProducesConfig } from '../http/negotiation.js'
+import { problemNamespace } from '../formats/xml.js'
+import { describeXml } from '../formats/xml-shape.js'
+import type { RefResolver, XmlRoot } from '../formats/xml-shape.js'
+import { securitySchemes } from './security-schemes.js'
+import { openApiRouteSchema } from './docs-routes.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
 
@@ -132,6 +134,21 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
   const { $id, ...component } = body
   openApiOf(document).components.schemas[$id] = component
   return { schema: { ...documented, body: { $ref: `#/components/schemas/${$id}` } }, url }
+}
+
+/**
+ * A route's schema as the document shows it: the documented responses beside the serialized
+ * ones, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
+ */
+function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
+  const { documentedResponses, ...rest } = schema
+  const response = { ...(rest.response as Record<string, JsonSchema>), ...(documentedResponses as Record<string, JsonSchema>) }
+  if (method !== 'HEAD') return { ...rest, response }
+  const bodiless: Record<string, JsonSchema> = {}
+  for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }
+  // @fastify/swagger names the HEAD copy `{operationId}-head`.
+  const operationId = String(rest.operationId).replace(/-head$/, '')
+  return { ...rest, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
 }
 
 /**
