@@ -1,5 +1,6 @@
-// Documentation of each problem `type` (issue 2, point 4): `{prefix}/problems/{slug}` answers a
-// short page naming the code, its status and when it is raised; `{prefix}/problems` lists them.
+// Documentation of each problem `type` (spec "Response envelope": the error object's `type` is the
+// URL of the error documentation): `{prefix}/problems/{slug}` answers a short page naming the
+// code, its status and when it is raised; `{prefix}/problems` lists them.
 import type { FastifyInstance, FastifyReply, FastifySchema, RouteHandlerMethod } from 'fastify'
 import { pageSpec, registerRoute } from './routes/table.js'
 import { NotFoundError, errorTable } from './errors.js'

@@ -191,9 +191,10 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
 }
 
 /**
- * OpenAPI 3.1 XML Objects for the XML the server sends and reads (issue 8, point 1): envelopes
- * under <response>, bodies under the resource's singular, problems as RFC 7807 Appendix A's
- * <problem>, and inside them the mapping of formats/xml-shape.ts (wrapped arrays, item names).
+ * OpenAPI 3.1 XML Objects for the XML the server sends and reads (spec "Request headers":
+ * Content-Type, Accept; the mapping docs/wire-formats.md describes): envelopes under <response>,
+ * bodies under the resource's singular, problems as RFC 7807 Appendix A's <problem>, and inside
+ * them the mapping of formats/xml-shape.ts (wrapped arrays, item names).
  */
 function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) {
   const schemas = openapi.components.schemas

@@ -1,6 +1,6 @@
 // Complete route schemas, one function per operation (spec "Operations", "Query parameters on
 // collections"; headers and problems from http-prose.ts): the OpenAPI document is
-// their by-product (STYLE §1). Only bodies are validated and only success bodies serialized by
+// their by-product. Only bodies are validated and only success bodies serialized by
 // them; query strings, headers and error responses are documentation (lib/index.ts, problem.ts).
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
 import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
@@ -123,8 +123,8 @@ function tagged (model: ResourceModel, options: SchemaOptions, operationId: stri
 // Each schema's `response` holds what Fastify serializes: the success envelopes, as `$ref`s to
 // the shared schemas. `documentedResponses` holds the rest (errors, 204, 304, OPTIONS): the
 // problem renderer serializes errors itself (problem.ts), so compiling a serializer for each would
-// only slow the boot (measured: 168 unused compiles, about a quarter of it); openapi/index.ts merges
-// them into the document.
+// only slow the boot (benchmarks/README.md measured it); openapi/index.ts merges them into the
+// document.
 
 // A collection exists and has no validators of its own (routes/collection.ts, RFC 9110 §13.2.2).
 const collectionConditions = {
