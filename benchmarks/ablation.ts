@@ -1,4 +1,4 @@
-// What each convention costs per request (issue 9, point 5): the CPU time of one request served
+// What each convention costs per request: the CPU time of one request served
 // in-process through `inject` (no sockets, so no kernel time; CPU time rather than elapsed time,
 // so other processes competing for the two cores barely change it),
 // for the baseline, the demo's plugin configuration, and the plugin with conventions turned off

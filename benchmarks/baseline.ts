@@ -1,4 +1,4 @@
-// The baseline side of the benchmark (issue 9, point 1): bare Fastify routes written by hand for
+// The baseline side of the benchmark: bare Fastify routes written by hand for
 // exactly the requests in cases.ts, over the same seed, answering the same bytes as the plugin
 // (envelope, links, problem body, ETag, Last-Modified, Location). What it does and leaves out is
 // listed in benchmarks/README.md ("What the baseline does"). PORT and STORE (memory | postgres)

@@ -1,5 +1,5 @@
-// The HTTP benchmark cases (issue 9, point 2; STYLE §10): what is sent, what must come back, and
-// the target ratio (plugin ÷ baseline req/s, issue 9 point 3). Each case runs on every store it
+// The HTTP benchmark cases (benchmarks/README.md "Cases"): what is sent, what must come back, and
+// the target ratio (plugin ÷ baseline req/s). Each case runs on every store it
 // names; run.ts sends the same request to both sides and checks the answers match first.
 import { bookId } from './seed.js'
 
@@ -14,7 +14,7 @@ export interface BenchCase {
   readonly body?: unknown
   /** The status every response must have; any other counts as an error. */
   readonly status: number
-  /** Minimum plugin ÷ baseline ratio per store, where issue 9 sets one. */
+  /** Minimum plugin ÷ baseline ratio per store, where the project sets one. */
   readonly targets?: Readonly<Partial<Record<StoreKind, number>>>
   readonly stores: readonly StoreKind[]
   /** For `{token}`: the token continues after this many items of the default order. */

@@ -1,4 +1,4 @@
-// The chart of benchmarks/README.md (issue 9, point 6): the ratios of one run as an SVG bar chart,
+// The chart of benchmarks/README.md: the ratios of one run as an SVG bar chart,
 // rendered from the results JSON with vega-lite and vega's server-side SVG renderer. run.ts calls
 // it after each full run; `node dist/benchmarks/chart.js` redraws it from results/latest.json.
 import { readFileSync, writeFileSync } from 'node:fs'

@@ -1,4 +1,4 @@
-// Load run (issue 10, "Must show" 2; the bounded version is test/hardening/load.test.ts): the
+// Load run (the bounded version is test/hardening/load.test.ts): the
 // demo's configuration of the plugin in a process of its own (started with --expose-gc), loaded by
 // autocannon over loopback with 50 connections for LOAD_SECONDS (default 20) with mixed LIST,
 // RETRIEVE, CREATE, PATCH and DELETE, twice. Checks: no connection errors, timeouts, 5xx or

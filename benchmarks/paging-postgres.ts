@@ -1,6 +1,7 @@
-// Paging on PostgreSQL (issue 6, point 8): 1,000,000 books in a fresh schema, LIST with a filter
-// and a sort through the whole plugin (inject) on the SQL store, timing pages 1 to 1,000 by token
-// (keyset) and by offset. Keyset must stay flat; OFFSET reads and discards every row before it.
+// Paging on PostgreSQL (spec "Paging stability" 4): 1,000,000 books in a fresh schema, LIST with a
+// filter and a sort through the whole plugin (inject) on the SQL store, timing pages 1 to 1,000 by
+// token (keyset) and by offset. Keyset must stay flat; OFFSET reads and discards every row before
+// it.
 // Usage (needs DATABASE_URL): node dist/benchmarks/paging-postgres.js [--quick]; a table, then JSON.
 import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'

@@ -1,6 +1,7 @@
-// Paging benchmark (issue 3, "Tests"): LIST with a filter and a sort over 100,000 books on the
-// memory store, through the whole plugin (inject), timing pages from the first to a deep one in
-// token mode (keyset) and in offset mode. Keyset paging should stay flat as the page gets deeper.
+// Paging benchmark (spec "Paging stability" 4: retrieve data efficiently): LIST with a filter and a
+// sort over 100,000 books on the memory store, through the whole plugin (inject), timing pages from
+// the first to a deep one in token mode (keyset) and in offset mode. Keyset paging should stay flat
+// as the page gets deeper.
 // Usage: node dist/benchmarks/paging.js [--quick]; prints a table, then one JSON line.
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'

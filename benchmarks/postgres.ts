@@ -1,4 +1,4 @@
-// The PostgreSQL cases' database (issue 9, point 2; issue 6, point 8): one schema, seeded once per
+// The PostgreSQL cases' database: one schema, seeded once per
 // run through the plugin's own SQL store (so its tables, indexes and column types are the ones
 // measured), then read by both sides. DATABASE_URL names the server; without it those cases skip.
 import pg from 'pg'

@@ -1,7 +1,7 @@
-// Profiles the plugin side (or the baseline, to compare) under one case's load (issue 9, point 5): starts benchmarks/server.ts
-// with `node --cpu-prof`, loads it with autocannon, stops it, and prints the functions with the
-// most self time and the plugin's (lib/) functions with the most total time. The .cpuprofile is
-// kept for a flame graph (Chrome DevTools → Performance, or speedscope).
+// Profiles the plugin side (or the baseline, to compare) under one case's load: starts
+// benchmarks/server.ts with `node --cpu-prof`, loads it with autocannon, stops it, and prints the
+// functions with the most self time and the plugin's (lib/) functions with the most total time. The
+// .cpuprofile is kept for a flame graph (Chrome DevTools → Performance, or speedscope).
 // Usage, after `npx tsc -p benchmarks/tsconfig.json`: `node dist/benchmarks/profile.js <case name> [seconds] [plugin|baseline]`.
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -1,4 +1,4 @@
-// `npm run bench` (issue 9, points 1–6; STYLE §10): for each case and store, a fresh plugin server
+// `npm run bench` (benchmarks/README.md "Method"): for each case and store, a fresh plugin server
 // and a fresh baseline server, answers compared, a warm-up, then load by autocannon over loopback,
 // baseline and plugin alternately for several rounds. Prints one line per case, then runs the
 // micro-benchmarks and the paging benchmark, writes the results JSON and renders the chart.

@@ -1,4 +1,4 @@
-// The benchmark data set (issue 9, point 2): authors and books generated from a fixed seed, so the
+// The benchmark data set: authors and books generated from a fixed seed, so the
 // plugin's server and the hand-written baseline hold exactly the same records with the same ids.
 
 export type AuthorRow = { id: string, name: string, born: string | null, country: string | null }

@@ -1,4 +1,4 @@
-// The plugin side of the benchmark (issue 9, point 1): the demo service's configuration of the
+// The plugin side of the benchmark: the demo service's configuration of the
 // plugin over a store seeded with benchmarks/seed.ts. PORT from the environment (0 = any free
 // port), STORE memory (default) or postgres; prints `listening <url>` once ready, which run.ts
 // waits for, or `unavailable <why>`.

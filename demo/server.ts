@@ -3,7 +3,7 @@
 import { loadConfig, ConfigError } from './config.js'
 import { buildDemoApp } from './app.js'
 
-// Slow clients (issue 10): the headers must arrive within 10 s and the whole request within 30 s,
+// Slow clients: the headers must arrive within 10 s and the whole request within 30 s,
 // else 408 (Fastify's default of 0 waits for ever); a socket silent for 75 s, a client that
 // stopped reading say, is closed. Idle keep-alive connections end first, at Fastify's 72 s.
 const timeouts = { requestTimeout: 30_000, connectionTimeout: 75_000 }

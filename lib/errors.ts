@@ -66,8 +66,9 @@ export const OptionsInvalidError = enter(createError<[string]>('API_ERR_OPTIONS_
 export const ResourceInvalidError = enter(createError<[string, string]>('API_ERR_RESOURCE_INVALID', 'Invalid resource %s: %s', 500, TypeError),
   'A resource definition is invalid (thrown at registration).', boot)
 
-// Request errors. 4xx are answers, not faults: nothing reads their stack, and capturing it cost about
-// a seventh of a 400's CPU (benchmarks/README.md), so they skip it; 5xx keep theirs for the log.
+// Request errors. 4xx are answers, not faults: nothing reads their stack, and capturing it is a
+// measurable share of a 400's CPU (benchmarks/README.md), so they skip it; 5xx keep theirs for
+// the log.
 const noStack = false
 const forStatus = { forStatus: true } as const
 export const QueryInvalidError = enter(createError('API_ERR_QUERY_INVALID', 'One or more query parameters are invalid.', 400, Error, noStack),

@@ -17,7 +17,7 @@ import { buildPipeline, installPipeline } from './pipeline.js'
 import { registerProblemPages } from './problem-pages.js'
 import { registerPreflightRoute } from './security/cors.js'
 import { routeUnmetExpectations } from './security/limits.js'
-import { registerOpenApi } from './openapi.js'
+import { registerOpenApi } from './openapi/index.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {

@@ -1,5 +1,5 @@
 // Plugin options: their types, defaults and checks. resolveOptions() runs once at registration
-// and fails at boot with a coded error naming the option and the value received (STYLE §3).
+// and fails at boot with a coded error naming the option and the value received.
 import type { TObject } from '@sinclair/typebox'
 import type { ResourceDefinition } from './define.js'
 import { OptionsInvalidError } from './errors.js'

@@ -1,9 +1,10 @@
-// Documentation of each problem `type` (issue 2, point 4): `{prefix}/problems/{slug}` answers a
-// short page naming the code, its status and when it is raised; `{prefix}/problems` lists them.
+// Documentation of each problem `type` (spec "Response envelope": the error object's `type` is the
+// URL of the error documentation): `{prefix}/problems/{slug}` answers a short page naming the
+// code, its status and when it is raised; `{prefix}/problems` lists them.
 import type { FastifyInstance, FastifyReply, FastifySchema, RouteHandlerMethod } from 'fastify'
 import { pageSpec, registerRoute } from './routes/table.js'
 import { NotFoundError, errorTable } from './errors.js'
-import { problemTypeRouteSchema, problemTypesRouteSchema } from './routes/route-schema.js'
+import { problemTypeRouteSchema, problemTypesRouteSchema } from './openapi/docs-routes.js'
 import type { SchemaOptions } from './routes/route-schema.js'
 
 const escape = (text: string) => text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)

@@ -1,4 +1,4 @@
-// The one error path (spec "Errors" 1, 2; STYLE §6): every error, not-found and 405 leaves as
+// The one error path (spec "Errors" 1, 2): every error, not-found and 405 leaves as
 // application/problem+json, flat (RFC 7807) or under `errors` (or as application/problem+xml
 // when Accept prefers XML), and 5xx never leak internals.
 import { STATUS_CODES } from 'node:http'
@@ -87,7 +87,7 @@ export interface ProblemBody {
 }
 
 /**
- * The one builder of problem bodies (STYLE §6), for the renderer below and for the socket and
+ * The one builder of problem bodies, for the renderer below and for the socket and
  * router handlers the host installs (security/limits.ts). `form` is `errorFormat` unless the body
  * is written as XML, whose one form is the flat <problem> (RFC 7807 Appendix A).
  */

@@ -18,7 +18,7 @@
 // - fast-json-stringify serializes `type: [T, 'null']` as anyOf [T, null] would (registry/derive.ts serializable).
 // - Ajv reports a failed anyOf as one error per branch, schemaPath `…/anyOf/<n>/…`, then one with
 //   keyword 'anyOf' (validation.ts failsOtherBranch).
-// - @fastify/swagger calls `transform` with { schema, url, route, openapiObject } (openapi.ts documentRoute).
+// - @fastify/swagger calls `transform` with { schema, url, route, openapiObject } (openapi/index.ts documentRoute).
 // - PGlite's text decoding drops a leading U+FEFF (stores/sql/pglite.ts dropsLeadingBom).
 // - Fastify passes every onRoute hook the same route object, and the HEAD route it derives from a
 //   GET carries the GET's config (routes/table.ts createRouteIndex, pipeline.ts route steps).

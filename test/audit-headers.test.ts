@@ -1,4 +1,4 @@
-// Audit headers (spec "Request headers", "Authentication" 5, "Limits"; issue 5, point 7): each at
+// Audit headers (spec "Request headers", "Authentication" 5, "Limits"): each at
 // most 8 KB of strict base64, X-Audit-Consent a FHIR Consent; 400 naming the header otherwise;
 // decoded values on request.audit and in the log line of each write.
 import { Writable } from 'node:stream'

@@ -1,5 +1,5 @@
 // Authentication and authorization (spec "Authentication" 1–4, "Request headers": Authorization,
-// x-api-key; issue 5, points 1–3): 401 with WWW-Authenticate, 403 from the authorization check.
+// x-api-key): 401 with WWW-Authenticate, 403 from the authorization check.
 import type { OutgoingHttpHeaders } from 'node:http'
 import t from 'tap'
 import Fastify from 'fastify'

@@ -1,6 +1,6 @@
-// The error table (spec "Errors"; STYLE §6): every code is raised somewhere, documented in the
-// errors table of the README (or of docs/), and, for request errors, served as a problem page;
-// codes follow API_ERR_<WHAT>, and a foreign error's status names one code.
+// The error table (spec "Errors"; CONTRIBUTING.md "an error code"): every code is raised somewhere,
+// documented in the errors table of the README (or of docs/), and, for request errors, served as a
+// problem page; codes follow API_ERR_<WHAT>, and a foreign error's status names one code.
 import { readdir, readFile } from 'node:fs/promises'
 import t from 'tap'
 import * as errors from '../lib/errors.js'

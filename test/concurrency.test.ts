@@ -1,4 +1,4 @@
-// Safe concurrent writes (issue 4, point 3 and "Tests"): of N writers holding the same ETag
+// Safe concurrent writes (spec "Errors" 4: 412; RFC 9110 §13.1.1): of N writers holding the same ETag
 // exactly one succeeds and the rest get 412, because the store's compare-and-set on the version
 // is one atomic step; the Store interface's compare-and-set is also tested directly.
 import t from 'tap'
@@ -29,7 +29,7 @@ t.test(`${WRITERS} simultaneous PATCHes with one If-Match: exactly one 200, the 
   t.equal(winner.title, `Writer ${winner.year}`)
 })
 
-// The same race on the SQL store: its compare-and-set is `UPDATE … WHERE version = $2` (issue 4 "Tests").
+// The same race on the SQL store: its compare-and-set is `UPDATE … WHERE version = $2`.
 const sqlStores: Array<[string, (t: Tap.Test) => Promise<Store>]> = [
   ['PGlite', async t => {
     // The store leaves a db it was given open (whoever creates a store closes it): close it last.

@@ -1,4 +1,4 @@
-// Conditional requests on collections (issue 4, point 5; spec "Errors" 7: 412 on POST; RFC 9110
+// Conditional requests on collections (spec "Errors" 7: 412 on POST; RFC 9110
 // §13.2.2): a collection exists and sends no ETag or Last-Modified (docs/conditional-requests.md),
 // so `If-Match: *` passes, an If-Match tag list fails, `If-None-Match: *` is 412 on
 // POST and 304 on GET/HEAD, the dates are ignored, and nothing is written on a 412.

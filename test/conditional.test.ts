@@ -1,4 +1,4 @@
-// Conditional requests through HTTP (issue 4, points 1-7; spec "Request headers" If-Match /
+// Conditional requests through HTTP (spec "Request headers" If-Match /
 // If-None-Match, "Errors" 4, 5, 7; RFC 9110 §13): strong ETags from the stored version, 304 on
 // If-None-Match / If-Modified-Since, 412 on If-Match / If-Unmodified-Since, 428 when If-Match is
 // required, §13.2.2 precedence, and nothing written when a precondition stops a request.
@@ -360,7 +360,7 @@ const ifMatchFailed = (url: string) => ({
   instance: url
 })
 
-// Issue 4, points 3 and 6: If-Match compares strongly against the tags the server issues for
+// If-Match compares strongly against the tags the server issues for
 // the current version, `"1"` or `"1.<variant>"`, and nothing else (RFC 9110 §8.8.3.2).
 for (const method of writes) {
   for (const tag of ['"1.garbage"', '"1."', '"1.a.b"', '"01"']) {

@@ -1,5 +1,5 @@
 // Origin checks and CORS (spec "Request headers": Origin, Access-Control-Request-Method;
-// "Response headers": Access-Control-Allow-Origin; "Authentication" 6; issue 5, point 4).
+// "Response headers": Access-Control-Allow-Origin; "Authentication" 6).
 import t from 'tap'
 import { buildDemoApp } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'

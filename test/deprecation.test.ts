@@ -1,4 +1,4 @@
-// Deprecation (spec "Versioning" 2; issue 5, point 10): the whole API or one resource sends
+// Deprecation (spec "Versioning" 2): the whole API or one resource sends
 // Deprecation (RFC 9745, `@<epoch>`), Sunset (RFC 8594, HTTP date) and Link rel="deprecation".
 import t from 'tap'
 import Fastify from 'fastify'

@@ -1,5 +1,6 @@
-// The reference page (issue 7, point 3): `/v1/docs` of the demo loads in headless Chromium with no
-// console errors, offline (every request stays on the server), and shows the API's title.
+// The reference page (spec "What the service does" 3): `/v1/docs` of the demo loads in headless
+// Chromium with no console errors, offline (every request stays on the server), and shows the API's
+// title.
 import { existsSync } from 'node:fs'
 import t from 'tap'
 import { chromium } from 'playwright-core'

@@ -1,7 +1,7 @@
-// The response envelope (spec "Response envelope", "Shape of data", "Page links"; issue 2,
-// point 3): one resource under data.{singular} or directly in data, collections under
-// data.{plural} with paging numbers in meta and data, links as an array or keyed object,
-// expand and include, and serialization only of schema fields.
+// The response envelope (spec "Response envelope", "Shape of data", "Page links"): one resource
+// under data.{singular} or directly in data, collections under data.{plural} with paging numbers in
+// meta and data, links as an array or keyed object, expand and include, and serialization only of
+// schema fields.
 import t from 'tap'
 import { memoryStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'

@@ -1,6 +1,6 @@
-// The one error path (spec "Errors" 1, 2, 6; "Response envelope" → errors; issue 2, points 4
-// and 6): every failure leaves as application/problem+json with type, title, status, detail and
-// instance, flat or under `errors`; 5xx bodies never leak internals; each type is documented.
+// The one error path (spec "Errors" 1, 2, 6; "Response envelope" → errors): every failure leaves as
+// application/problem+json with type, title, status, detail and instance, flat or under `errors`;
+// 5xx bodies never leak internals; each type is documented.
 import t from 'tap'
 import { Writable } from 'node:stream'
 import { memoryStore } from '../lib/index.js'
@@ -142,7 +142,8 @@ for (const method of ['POST', 'PUT', 'PATCH'] as const) {
     const res = await app.inject({ method, url: method === 'POST' ? '/v1/authors' : '/v1/authors/x', payload: '{"name":"N"}' })
     t.equal(res.statusCode, 415)
     t.same(pick(res.headers, 'content-type'), { 'content-type': PROBLEM })
-    // The full list grows with the wire formats (issue 8); JSON is always in it, merge patches on PATCH.
+    // The full list grows with the wire formats (spec "Request headers": Content-Type); JSON is
+    // always in it, merge patches on PATCH.
     t.match(res.json(), { type: '/v1/problems/unsupported-media-type', status: 415, detail: /^Content-Type is required; send one of: .*application\/json/ })
     t.same(res.json().invalidParams, [{ name: 'Content-Type', reason: 'is required with a body' }])
     t.equal(res.json().detail.includes('application/merge-patch+json'), method === 'PATCH')

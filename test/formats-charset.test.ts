@@ -1,4 +1,4 @@
-// Text bodies are UTF-8 (issue 8, point 4; spec "Errors" 6; RFC 8259 §8.1): a Content-Type whose
+// Text bodies are UTF-8 (spec "Errors" 6; RFC 8259 §8.1): a Content-Type whose
 // charset names another encoding is 415 problem+json naming Content-Type, before the body is
 // read, in every text format; UTF-8 in any spelling is read.
 import t from 'tap'

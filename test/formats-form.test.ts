@@ -1,4 +1,4 @@
-// Form bodies over HTTP (issue 8, point 3; spec "Request headers": Content-Type allows
+// Form bodies over HTTP (spec "Request headers": Content-Type allows
 // application/x-www-form-urlencoded and multipart/form-data): create / replace / modify round
 // trips with values typed by the schema, validation as for JSON, file parts and size limits.
 import t from 'tap'

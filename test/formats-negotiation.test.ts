@@ -1,4 +1,4 @@
-// Response format negotiation (issue 8, points 1 and 4; spec "Request headers": Accept, default
+// Response format negotiation (spec "Request headers": Accept, default
 // application/json; RFC 9110 §12.5.1 q-values, §12.5.5 Vary, §8.8.3 ETags per representation):
 // which Accept gets JSON, XML or 406, Vary on every response Accept decided, ETags per format.
 import t from 'tap'

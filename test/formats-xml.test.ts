@@ -1,4 +1,4 @@
-// XML over HTTP (issue 8, points 1, 2 and 4; spec "Request headers": Content-Type and Accept allow
+// XML over HTTP (spec "Request headers": Content-Type and Accept allow
 // application/xml; "Errors" 1 with RFC 7807 Appendix A): responses in the documented mapping,
 // create / replace / modify round trips, validation exactly as for JSON, and refusals of bad XML.
 import t from 'tap'
@@ -211,7 +211,7 @@ t.test('structured (json) fields round-trip through XML', async t => {
   t.same(emptied.json().data.note, { id, text: 't', tags: [], meta: { 'odd key': 'v', plain: 'w' }, remark: null })
 })
 
-// Issue 8, point 2: Object.prototype names are member names like any other.
+// Object.prototype names are member names like any other: XML is judged exactly as JSON.
 t.test('XML members named like Object.prototype members get the same 400 invalidParams as JSON', async t => {
   const app = await buildApp(t)
   const { authors } = await seed(app)

@@ -1,4 +1,4 @@
-// Response security headers on every answer (spec "Response headers"; issue 5, points 5 and 8):
+// Response security headers on every answer (spec "Response headers"):
 // their values on a 200, 4xx answers, a 304 and a preflight; per-resource and per-route
 // Cache-Control and CSP; the request Date header (RFC 5322) and the response Date.
 import type { OutgoingHttpHeaders } from 'node:http'

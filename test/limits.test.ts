@@ -1,4 +1,4 @@
-// Limits (issue 5, point 11): query string → 414, body → 413, handler time → 503, and at the
+// Limits (spec "Limits", "Errors"): query string → 414, body → 413, handler time → 503, and at the
 // socket header size → 431, slow requests → 408, broken HTTP → 400, all as problem+json.
 import { connect } from 'node:net'
 import type { Socket } from 'node:net'

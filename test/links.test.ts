@@ -1,5 +1,5 @@
-// Links in collection responses (spec "Response envelope" link object, "Page links", "Versioning" 1;
-// issue 3, point 10): an array of {rel, href} or an object keyed by rel, `self` always, and every
+// Links in collection responses (spec "Response envelope" link object, "Page links",
+// "Versioning" 1): an array of {rel, href} or an object keyed by rel, `self` always, and every
 // href a working relative URL inside the same prefix.
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'

@@ -1,6 +1,6 @@
-// Date-time fields on LIST (spec "Sorting" 3–4, "Advanced filtering (`filter`)"; issue 3, points
-// 1 and 3): values in different offsets order by instant, in filters, in sorts and between two
-// fields, on the memory store as on PostgreSQL (timestamptz).
+// Date-time fields on LIST (spec "Sorting" 3–4, "Advanced filtering (`filter`)"): values in
+// different offsets order by instant, in filters, in sorts and between two fields, on the memory
+// store as on PostgreSQL (timestamptz).
 import t, { type Test } from 'tap'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'

@@ -1,4 +1,4 @@
-// `fields=` on LIST and RETRIEVE (spec "Query parameters on collections"; issue 3, point 4): the
+// `fields=` on LIST and RETRIEVE (spec "Query parameters on collections": fields): the
 // requested fields plus the mandatory ones, nothing more — the compiled serializer adds nothing back.
 import t from 'tap'
 import { buildApp, seed } from './helpers/app.js'

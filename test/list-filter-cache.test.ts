@@ -1,7 +1,8 @@
-// The parsed-filter cache is shared by every client of a process (issue 3, points 1–2: values
-// coerced, 400 on a value that does not fit; syntax errors are 400 naming `filter`): a request
-// holding U+0000 or U+0001, or an empty `filter=`, must not answer for another request, nor
-// another's tree for it. Each sequence runs in order on one app, so a poisoned entry would show.
+// The parsed-filter cache is shared by every client of a process (spec "Advanced filtering
+// (`filter`)", "Query parameters on collections": values coerced, 400 on a value that does not fit;
+// syntax errors are 400 naming `filter`): a request holding U+0000 or U+0001, or an empty
+// `filter=`, must not answer for another request, nor another's tree for it. Each sequence runs in
+// order on one app, so a poisoned entry would show.
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { pgliteStore } from '../lib/index.js'

@@ -1,4 +1,4 @@
-// LIST with `filter=` over HTTP (spec "Advanced filtering (`filter`)"; issue 3, point 1): every
+// LIST with `filter=` over HTTP (spec "Advanced filtering (`filter`)"): every
 // operator, literal and function, OData null rules, relation paths, and each 400 naming `filter`.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'

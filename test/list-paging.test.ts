@@ -1,5 +1,5 @@
 // Paging of LIST (spec "Paging": token-based, client-driven, page size, page links, paging
-// stability; "Errors" 10–11; issue 3, points 6–8): keyset tokens by default, offset and pageOffset
+// stability; "Errors" 10–11): keyset tokens by default, offset and pageOffset
 // on request, every invalid value a 400 naming its parameter.
 import t, { type Test } from 'tap'
 import { Type } from '@sinclair/typebox'

@@ -1,5 +1,5 @@
 // LIST with simple filters `?{field}=value` and `?{related}.{field}=value` (spec "Query parameters
-// on collections"; issue 3, point 2): coerced to the field's type, ANDed, typos answered with 400.
+// on collections"): coerced to the field's type, ANDed, typos answered with 400.
 import t from 'tap'
 import { buildApp, create, seed } from './helpers/app.js'
 import { get, hrefOf } from './helpers/list-app.js'

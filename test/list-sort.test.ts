@@ -1,4 +1,4 @@
-// LIST with `sort=` (spec "Sorting", "Paging stability" 1; issue 3, point 3): ascending by default,
+// LIST with `sort=` (spec "Sorting", "Paging stability" 1): ascending by default,
 // `-` for descending, NULL lowest, the id as the final tie-breaker in the last key's direction,
 // unknown or unsortable fields 400.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// `total` on LIST (spec "Paging" → "Total", "Limits"; issue 3, point 9): off by default and then not
+// `total` on LIST (spec "Paging" → "Total", "Limits"): off by default and then not
 // asked of the store; `total=true` counts every match across pages, in meta and optionally at the root.
 import t from 'tap'
 import { buildApp } from './helpers/app.js'

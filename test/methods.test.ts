@@ -1,4 +1,4 @@
-// Methods and paths (spec "Operations" rule 3; issue 2, point 2): every unsupported method on a
+// Methods and paths (spec "Operations" rule 3): every unsupported method on a
 // known path is 405 with Allow, including non-standard methods and operations a read-only
 // resource switches off; unknown paths are 404 problems.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// What the document says against what the server sends (issue 7, point 1; issue 8, point 1):
+// What the document says against what the server sends (spec "What the service does" 2, 3):
 // requests provoke every status the document lists, each answer is listed for its operation, and
 // its body validates against the documented schema for its media type with Ajv (JSON Schema
 // 2020-12, as OpenAPI 3.1 uses). XML bodies are read by the document's XML Objects, as a

@@ -1,4 +1,4 @@
-// The OpenAPI 3.1 definition (issue 7; spec "What the service does" 2, 3): the demo's document and
+// The OpenAPI 3.1 definition (spec "What the service does" 2, 3): the demo's document and
 // a second app with other options each validate against OpenAPI 3.1, pass Spectral's spectral:oas
 // with zero errors, describe every route the plugin registers, and are served without credentials.
 import t from 'tap'
@@ -405,7 +405,8 @@ t.test('a bad openapi option stops registration naming it', async t => {
   }
 })
 
-// Issue 2, point 2: every unsupported method on a known path, the document's and the page's included.
+// Spec "Operations" rule 3: every unsupported method on a known path, the document's and the
+// page's included.
 t.test('other methods on openapi.json and the docs page answer 405 problem+json with Allow', async t => {
   const app = await demoApp(t)
   const cases: Array<[string, string]> = [

@@ -1,4 +1,4 @@
-// The eight operations of spec "Endpoints → Operations" (issue 2, points 1, 5 and 6): status,
+// The eight operations of spec "Endpoints → Operations": status,
 // headers and body of LIST, RETRIEVE, CREATE, REPLACE, MODIFY, DELETE, RETRIEVE HEADERS and
 // QUERY CAPABILITIES; server-assigned ids; merge-patch; referential rules; nested collections.
 import t from 'tap'
@@ -278,7 +278,7 @@ t.test('MODIFY with a value of the wrong type answers 400 naming the field', asy
   t.same(res.json().invalidParams, [{ name: 'year', reason: 'must be integer or must be null' }])
 })
 
-// RFC 7396 on nested objects (issue 2, point 6): a nested patch merges member by member and null
+// RFC 7396 on nested objects: a nested patch merges member by member and null
 // removes a nested member; only the merged result is held to the schema.
 const Gadget = Type.Object({
   id: Type.Readonly(Type.String()),

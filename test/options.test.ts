@@ -1,6 +1,5 @@
-// Plugin options (STYLE §3 "Fail at boot, precisely"; issue 2, points 3, 4 and issue 4, point 4):
-// every bad option stops registration with API_ERR_OPTIONS_INVALID naming the option and the
-// value received; good options resolve to frozen defaults.
+// Plugin options: every bad option stops registration with API_ERR_OPTIONS_INVALID naming the
+// option and the value received; good options resolve to frozen defaults.
 import t from 'tap'
 import { Writable } from 'node:stream'
 import { memoryStore } from '../lib/index.js'

@@ -1,4 +1,4 @@
-// Rate limiting (spec "Errors" 8, "Limits" 1; issue 5, point 9): 429 problem+json with
+// Rate limiting (spec "Errors" 8, "Limits" 1): 429 problem+json with
 // Retry-After and the RateLimit-* headers, keyed by principal or client address, and one limit
 // across instances sharing Redis (run when REDIS_URL is set).
 import { createHash, randomUUID } from 'node:crypto'

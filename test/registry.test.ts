@@ -1,6 +1,6 @@
-// Resource definitions (STYLE §1, §4; issue 2, points 5 and 7): a definition the conventions
-// cannot serve stops registration with API_ERR_RESOURCE_INVALID naming the resource and what is
-// wrong; good ones become models whose fields, ids and limits the routes rely on.
+// Resource definitions: a definition the conventions cannot serve stops registration with
+// API_ERR_RESOURCE_INVALID naming the resource and what is wrong; good ones become models whose
+// fields, ids and limits the routes rely on.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import type { TObject } from '@sinclair/typebox'
@@ -143,7 +143,7 @@ t.test('a custom idField is the id the API assigns, addresses and refuses from c
   t.same(edition, { isbn: '978-2', title: 'Second' })
 })
 
-t.test('the example of issue 2 registers as written: no additionalProperties, a plain readOnly id', async t => {
+t.test('a minimal schema registers as written: no additionalProperties, a plain readOnly id', async t => {
   const Fastify = (await import('fastify')).default
   const apiConventions = (await import('../lib/index.js')).default
   const Book = Type.Object({ id: Type.String({ readOnly: true }), title: Type.String({ minLength: 1 }), year: Type.Optional(Type.Union([Type.Integer(), Type.Null()])) })

@@ -1,5 +1,5 @@
 // Related resources (spec "Shape of data" → nested resources, "Query parameters on collections",
-// "Page links" 5; issue 3, points 5 and 11): expand and include, one batched store call per relation
+// "Page links" 5): expand and include, one batched store call per relation
 // per page, and nested collections /{parents}/{id}/{children}.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'

@@ -1,6 +1,6 @@
-// Request ids (spec "Request headers": X-Request-Id; "Response headers": Request-Id; issue 5,
-// point 6): echoed when safe, generated when absent, replaced (never reflected) when unsafe,
-// and the same id in Fastify's logs when the host passes genReqId.
+// Request ids (spec "Request headers": X-Request-Id; "Response headers": Request-Id): echoed when
+// safe, generated when absent, replaced (never reflected) when unsafe, and the same id in Fastify's
+// logs when the host passes genReqId.
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { genReqId } from '../lib/index.js'

@@ -1,4 +1,4 @@
-// Over real sockets (STYLE §9 "Real sockets"; issue 2, point 8 and "Tests"): the plugin behind
+// Over real sockets (CONTRIBUTING.md "Tests": only where inject cannot see): the plugin behind
 // a listening server, then the built demo (`npm run build:demo`, `node dist/demo/server.js`)
 // driven like curl: each operation, graceful SIGTERM with a request in flight, and one clear
 // line and a non-zero exit for a bad setting.

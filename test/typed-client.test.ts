@@ -1,6 +1,7 @@
-// A typed client works against the definition (issue 7, point 5): types generated from the served
-// document with openapi-typescript compile under tsc --strict together with an openapi-fetch
-// client (test/fixtures/typed-client/client.ts), which then drives the demo over HTTP.
+// A typed client works against the definition (spec "What the service does" 3): types generated
+// from the served document with openapi-typescript compile under tsc --strict together with an
+// openapi-fetch client (test/fixtures/typed-client/client.ts), which then drives the demo over
+// HTTP.
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'

@@ -1,6 +1,5 @@
-// Runs each micro-benchmark case in a child process of its own (STYLE §10: one worker per case),
-// so one case's JIT feedback and garbage never slow another, and times one function with tinybench
-// on a CPU-time clock.
+// Runs each micro-benchmark case in a child process of its own, so one case's JIT feedback and
+// garbage never slow another, and times one function with tinybench on a CPU-time clock.
 import { spawnSync } from 'node:child_process'
 import { Bench } from 'tinybench'
 

@@ -1,4 +1,4 @@
-// Query-parsing micro-benchmark (issue 3 "Design"; issue 9): filter text → checked AST for
+// Query-parsing micro-benchmark (spec "Advanced filtering (`filter`)"): filter text → checked AST for
 // expressions of growing size, and the whole per-request parse of a LIST query string
 // (parseListQuery, whose filter cache makes a repeated filter cost a Map lookup).
 // Usage: node dist/benchmarks/micro/filter-parse.js [--quick]; prints a table, then one JSON line.

@@ -1,4 +1,4 @@
-// Serialization micro-benchmark (issue 9, point 4): the plugin's compiled collection serializer
+// Serialization micro-benchmark: the plugin's compiled collection serializer
 // (Fastify's fast-json-stringify of the derived BookList schema) against a hand-written
 // fast-json-stringify schema for the same envelope and against JSON.stringify, for pages of 20
 // and 100 books. One child process per case, so no case's JIT state leaks into another's; the

@@ -1,6 +1,6 @@
 // Text bodies (XML, forms, multipart) carry every value as text; this gives each top-level field
 // the JSON type its schema names, before validation, so validation and invalidParams are
-// exactly those of a JSON body (spec "Request headers": Content-Type; issue 8, point 2).
+// exactly those of a JSON body (spec "Request headers": Content-Type).
 const jsonNumber = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/
 
 type Types = ReadonlySet<string>

@@ -1,4 +1,4 @@
-// Wire formats beyond JSON (spec "Request headers": Content-Type, Accept; issue 8): the XML, form
+// Wire formats beyond JSON (spec "Request headers": Content-Type, Accept): the XML, form
 // and multipart body parsers and the XML response serializer, wired once at registration. The
 // JSON path is untouched: these parsers run only for their media types, XML only when negotiated.
 import type { FastifyBodyParser, FastifyContentTypeParser, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'

@@ -1,4 +1,4 @@
-// What the XML mapping reads from a JSON schema (issue 8, point 1: a documented, stable mapping):
+// What the XML mapping (docs/wire-formats.md: documented, and stable) reads from a JSON schema:
 // the JSON types a value may take, the schemas of its members and items, and the names of the
 // item elements. The writer, the reader and the OpenAPI `xml` objects all follow these shapes, so
 // what is sent, what is read back and what is documented cannot drift apart.

@@ -100,7 +100,7 @@ function write (name: string, shape: Shape, value: unknown): string {
 // predefined entities and character references are decoded here, so nothing can expand.
 // Element names reach us with a leading space (no XML name has one): the parser then never sees
 // `constructor`, `toString` … as names, which it would refuse or rename, and members keep the
-// names sent, for the validator to judge exactly as in JSON (issue 8, point 2).
+// names sent, for the validator to judge exactly as in JSON.
 const parser = new XMLParser({
   preserveOrder: true,
   ignoreAttributes: false,

@@ -1,5 +1,5 @@
-// Derives every wire schema of a resource from its one authored schema (STYLE §4): create,
-// replace and modify inputs, the response shape, and the single and collection envelopes.
+// Derives every wire schema of a resource from its one authored schema, never a second by hand:
+// create, replace and modify inputs, the response shape, and the single and collection envelopes.
 import type { TSchema } from '@sinclair/typebox'
 import type { ResourceModel } from './model.js'
 

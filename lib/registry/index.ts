@@ -1,5 +1,5 @@
 // Turns resource definitions into frozen ResourceModels at registration, failing at boot with a
-// precise error (STYLE §1) when a definition cannot be served as the conventions demand.
+// precise error when a definition cannot be served as the conventions demand.
 import { ReadonlyKind } from '@sinclair/typebox'
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { v7 as uuidv7 } from 'uuid'

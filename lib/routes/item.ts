@@ -145,7 +145,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
   return { retrieve: retrieveResource, replace: replaceResource, modify: modifyResource, delete: deleteResource }
 }
 
-/** The id is the server's: a body may repeat it, never change it (issue 2, point 5). */
+/** The id is the server's (spec "Shape of data"): a body may repeat it, never change it. */
 function checkIdUnchanged (model: ResourceModel, body: Fields, id: string) {
   const given = body[model.idField]
   if (given !== undefined && given !== id) {

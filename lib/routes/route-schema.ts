@@ -1,18 +1,16 @@
-// Complete route schemas, one function per operation (spec "Operations", "Request headers",
-// "Response headers", "Query parameters on collections", "Errors"): the OpenAPI document is
-// their by-product (STYLE §1). Only bodies are validated and only success bodies serialized by
+// Complete route schemas, one function per operation (spec "Operations", "Query parameters on
+// collections"; headers and problems from http-prose.ts): the OpenAPI document is
+// their by-product. Only bodies are validated and only success bodies serialized by
 // them; query strings, headers and error responses are documentation (lib/index.ts, problem.ts).
-import { STATUS_CODES } from 'node:http'
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
 import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { ResolvedOptions } from '../options.js'
-import { problemTypes, produced } from '../http/negotiation.js'
-import { maxAuditHeaderLength } from '../security/audit-headers.js'
+import { produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
-import { errorTable } from '../errors.js'
 import { bodyTypes } from '../http/body-types.js'
 import type { RouteContext } from './context.js'
+import { problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
 export interface SchemaOptions {
@@ -44,136 +42,14 @@ export function schemaOptionsFor (context: RouteContext, model?: ResourceModel):
   }
 }
 
-export type SecurityScheme =
-  | { readonly type: 'http', readonly scheme: 'bearer' | 'basic', readonly description: string }
-  | { readonly type: 'apiKey', readonly in: 'header', readonly name: string, readonly description: string }
-
-/** OpenAPI security schemes of the configured authentication (spec "Authentication" 1, 2), by name; any one of them is accepted. */
-export function securitySchemes (options: ResolvedOptions): Record<string, SecurityScheme> {
-  const auth = options.auth
-  if (auth === null) return {}
-  const schemes: Record<string, SecurityScheme> = { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <token> (RFC 6750).' } }
-  if (auth.basic !== undefined) schemes.basic = { type: 'http', scheme: 'basic', description: 'Authorization: Basic (RFC 7617).' }
-  if (auth.apiKey !== undefined) schemes.apiKey = { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Legacy key; Authorization wins when both are sent.' }
-  return schemes
-}
-
-/** Shared component names (`$id`s) beside the per-resource ones of registry/derive.ts. */
-export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope' } as const
-
 /** `a book`, `an author`: for summaries. */
 const a = (noun: string) => `${/^[aeiou]/i.test(noun) ? 'an' : 'a'} ${noun}`
 
 /** `book-reviews` → `BookReviews`, for operationIds. */
 const pascal = (name: string) => name.split(/[-_]/).map(part => part.charAt(0).toUpperCase() + part.slice(1)).join('')
 
-// Request headers of the spec that every operation accepts.
-const base64Pattern = '^[A-Za-z0-9+/]*={0,2}$'
-const auditHeader = (what: string): JsonSchema => ({
-  type: 'string', maxLength: maxAuditHeaderLength, pattern: base64Pattern, description: `${what}, base64-encoded, at most 8 KB; otherwise 400 naming the header.`
-})
-const commonRequestHeaders: Record<string, JsonSchema> = {
-  'X-Request-Id': { type: 'string', description: 'Request identifier, echoed as Request-Id; when absent, unsafe or too long, the server generates one.' },
-  Date: { type: 'string', description: 'When the request was sent, as an RFC 5322 / IMF-fixdate date; a malformed value is 400.', examples: ['Sun, 06 Nov 1994 08:49:37 GMT'] },
-  'X-Audit-Consent': auditHeader('A JSON-encoded FHIR Consent resource (an object with resourceType "Consent")'),
-  'X-Audit-Device': auditHeader('A FHIR identifier of the client device'),
-  'X-Audit-Organisation': auditHeader('A FHIR identifier of the client organisation'),
-  'X-Audit-User': auditHeader('A FHIR identifier of the authenticated user'),
-  'X-Authenticated_User': auditHeader('The client system, for auditing')
-}
-const etagList = 'A list of entity tags, or *.'
-const retrieveHeaders: Record<string, JsonSchema> = {
-  'If-None-Match': { type: 'string', description: `${etagList} When one matches the current representation the answer is 304 without a body (RFC 9110 §13.1.2).` },
-  'If-Modified-Since': { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' }
-}
-
-function writeHeaders (options: SchemaOptions): JsonSchema {
-  return {
-    type: 'object',
-    properties: {
-      ...commonRequestHeaders,
-      'If-Match': { type: 'string', description: `${etagList} The write happens only if one names the current version, else 412 (optimistic concurrency).${options.requireIfMatch ? ' Required: without it the answer is 428.' : ''}` },
-      'If-None-Match': { type: 'string', description: `${etagList} A match is 412.` },
-      'If-Unmodified-Since': { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' }
-    },
-    required: options.requireIfMatch ? ['If-Match'] : []
-  }
-}
-
-const requestHeaders = (extra: Record<string, JsonSchema> = {}): JsonSchema =>
-  ({ type: 'object', properties: { ...commonRequestHeaders, ...extra } })
-
-// Response headers.
-const requestId = { 'Request-Id': { type: 'string', description: 'The request identifier (X-Request-Id when the client sent a safe one).' } }
-const validators = {
-  ETag: { type: 'string', description: 'Strong validator of this representation; send it in If-Match to update safely, or If-None-Match to revalidate.' },
-  'Last-Modified': { type: 'string', description: 'Time of the last write, as an HTTP date. Not sent with expand or include: related records change without moving it.' }
-}
-
-// Why each status can happen; operations refine the text where they know more. A status only one
-// code answers with is told by that code's description in the error table (errors.ts), with what
-// the document adds; the text is here where several codes share the status, or where the document
-// can be more precise than the problem page.
-const sharedReasons: Readonly<Record<number, string>> = {
-  400: 'a query parameter, header or the body is invalid; invalidParams names each one.',
-  412: 'a precondition (If-Match, If-None-Match, If-Unmodified-Since) does not hold; nothing changed.',
-  414: 'the query string is longer than maxQueryLength.',
-  415: 'Content-Type is missing, not accepted here, or names a charset other than UTF-8.',
-  503: 'the data store is unavailable, or the handler ran out of time; retry later.'
-}
-const atConnection = 'Answered at the connection, before routing, when the host installs createClientErrorHandler.'
-const documentNotes: Readonly<Record<number, string>> = { 405: 'Each operation of the path shows it.', 408: atConnection, 431: atConnection }
-const requestErrors = [...errorTable.values()].filter(entry => !entry.boot)
-const reasons: Record<number, string> = {}
-for (const entry of requestErrors) {
-  if (requestErrors.some(other => other !== entry && other.status === entry.status)) continue
-  // "Unauthorized: credentials are missing …"; a description opening with a header name keeps its capital.
-  const reason = entry.description.replace(/^[A-Z][a-z]*(?=[\s,;])/, word => word.toLowerCase())
-  reasons[entry.status] = entry.status in documentNotes ? `${reason} ${documentNotes[entry.status]}` : reason
-}
-Object.assign(reasons, sharedReasons)
-const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
-  401: { 'WWW-Authenticate': { type: 'string', description: 'The authentication method and realm, e.g. Bearer realm="api".' } },
-  405: { Allow: { type: 'string', description: 'The methods this path allows.' } },
-  429: {
-    'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
-    'RateLimit-Limit': { type: 'string', description: 'Requests allowed per window.' },
-    'RateLimit-Remaining': { type: 'string', description: 'Requests left in the current window.' },
-    'RateLimit-Reset': { type: 'string', description: 'Seconds until the window resets.' }
-  },
-  503: { 'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' } }
-}
-
 // The formats resource routes answer in, by Accept (http/negotiation.ts).
 const successTypes = [...produced]
-// Answered at the socket by createClientErrorHandler, in JSON only (security/limits.ts).
-const connectionStatuses = new Set([408, 431])
-
-/**
- * The problem responses of an operation, for the statuses it can answer. Routes that offer XML
- * answer problems in either type by Accept; others (`offersXml` false) in application/problem+json only.
- * The XML form is RFC 7807 Appendix A's bare <problem> whatever errorFormat says (problem.ts).
- */
-function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}, offersXml = true): Record<number, JsonSchema> {
-  // Every route: date and audit headers (400), Origin checks (403), other methods (405), Accept
-  // (406), the connection limits (408, 431), the query length (414), Expect (417), the unexpected (500).
-  const all = [...statuses, 400, 403, 405, 406, 408, 414, 417, 431, 500]
-  if (options.authenticated) all.push(401)
-  if (options.rateLimited) all.push(429)
-  if (options.timeLimited) all.push(503)
-  const asJson = { schema: { $ref: `${options.errorFormat === 'flat' ? componentNames.problem : componentNames.problemEnvelope}#` } }
-  const asXml = { schema: { $ref: `${componentNames.problem}#` } }
-  const responses: Record<number, JsonSchema> = {}
-  for (const status of [...new Set(all)].sort((a, b) => a - b)) {
-    const xml = offersXml && !connectionStatuses.has(status)
-    responses[status] = {
-      description: `${STATUS_CODES[status]}: ${refine[status] ?? reasons[status]}`,
-      headers: { ...requestId, ...problemHeaders[status] },
-      content: { [problemTypes[0]]: asJson, ...(xml ? { [problemTypes[1]]: asXml } : {}) }
-    }
-  }
-  return responses
-}
 
 /** A simple filter's value: the field's type; `null` matches absent values of non-string fields. */
 function filterValue (field: FieldModel, description: string): JsonSchema {
@@ -229,7 +105,7 @@ function namedBody (name: string, schema: JsonSchema, model: ResourceModel): Jso
   for (const field of model.fields.values()) {
     if (field.readOnly) properties[field.name] = { ...properties[field.name], readOnly: true }
   }
-  // The $id names the component (openapi.ts); each route's body is compiled once, by one Ajv.
+  // The $id names the component (openapi/index.ts); each route's body is compiled once, by one Ajv.
   return { $id: name, ...schema, properties }
 }
 
@@ -247,8 +123,8 @@ function tagged (model: ResourceModel, options: SchemaOptions, operationId: stri
 // Each schema's `response` holds what Fastify serializes: the success envelopes, as `$ref`s to
 // the shared schemas. `documentedResponses` holds the rest (errors, 204, 304, OPTIONS): the
 // problem renderer serializes errors itself (problem.ts), so compiling a serializer for each would
-// only slow the boot (measured: 168 unused compiles, about a quarter of it); openapi.ts merges
-// them into the document.
+// only slow the boot (benchmarks/README.md measured it); openapi/index.ts merges them into the
+// document.
 
 // A collection exists and has no validators of its own (routes/collection.ts, RFC 9110 §13.2.2).
 const collectionConditions = {
@@ -433,64 +309,5 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
       // OPTIONS may carry a body, which is parsed (415, 413) though unused.
       ...(namesRecord ? problems(options, [400, 404, 413, 415], { 404: `no ${model.singular} with this ${model.idField}.` }) : problems(options, [400, 413, 415]))
     }
-  }
-}
-
-/**
- * A route's schema as the document shows it: the documented responses beside the serialized
- * ones, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
- */
-export function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
-  const { documentedResponses, ...rest } = schema
-  const response = { ...(rest.response as Record<string, JsonSchema>), ...(documentedResponses as Record<string, JsonSchema>) }
-  if (method !== 'HEAD') return { ...rest, response }
-  const bodiless: Record<string, JsonSchema> = {}
-  for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }
-  // @fastify/swagger names the HEAD copy `{operationId}-head`.
-  const operationId = String(rest.operationId).replace(/-head$/, '')
-  return { ...rest, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
-}
-
-const documentation = 'documentation'
-const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } })
-/** Public routes of one media type: no credentials, so no 401; problems in JSON only (http/negotiation.ts). */
-const publicProblems = (options: SchemaOptions, statuses: readonly number[]) => problems({ ...options, authenticated: false }, statuses, {}, false)
-
-/** `{prefix}/openapi.json`: this document. */
-export function openApiRouteSchema (options: SchemaOptions) {
-  return {
-    operationId: 'getOpenApiDocument',
-    summary: 'The OpenAPI definition',
-    description: 'This OpenAPI 3.1 document, generated from the resource schemas; no authentication.',
-    tags: [documentation],
-    security: [],
-    documentedResponses: {
-      200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } }, headers: requestId },
-      ...publicProblems(options, [])
-    }
-  }
-}
-
-/** `{prefix}/problems` and `{prefix}/problems/{slug}`: the pages the problem `type` URLs point to. */
-export function problemTypesRouteSchema (options: SchemaOptions) {
-  return {
-    operationId: 'listProblemTypes',
-    summary: 'List the problem types',
-    description: 'An HTML page listing every problem type (error code) with when it is raised.',
-    tags: [documentation],
-    security: [],
-    documentedResponses: { 200: html('The list of problem types.'), ...publicProblems(options, []) }
-  }
-}
-
-export function problemTypeRouteSchema (options: SchemaOptions) {
-  return {
-    operationId: 'getProblemType',
-    summary: 'Describe a problem type',
-    description: 'The HTML page a problem\'s `type` URL points to: its code, status and when it is raised.',
-    tags: [documentation],
-    security: [],
-    params: { type: 'object', properties: { slug: { type: 'string', description: 'The code in kebab case, e.g. not-found for API_ERR_NOT_FOUND.' } }, required: ['slug'] },
-    documentedResponses: { 200: html('The problem type\'s page.'), ...publicProblems(options, [404]) }
   }
 }

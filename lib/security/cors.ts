@@ -52,7 +52,8 @@ const readMethods = ['GET', 'HEAD', 'OPTIONS']
 /**
  * The CORS step of the request edge (security/index.ts), per request a Set lookup; what it sends
  * is prepared here. Written here rather than with @fastify/cors: its per-request options delegator
- * (needed for the 403 and the per-route methods) cost about a tenth of a RETRIEVE (benchmarks/README.md).
+ * (needed for the 403 and the per-route methods) re-normalised its options on every request
+ * (benchmarks/README.md measured what that cost).
  * No Origin: nothing to do (Vary: Origin is among the fixed headers). An Origin off the list: 403.
  * A preflight (OPTIONS with Access-Control-Request-Method) is answered here, 204, before the rate
  * limit and authentication, since browsers send no credentials with it; any other OPTIONS is QUERY

@@ -107,9 +107,9 @@ export function securityHeaders (cacheControl = 'no-store'): Readonly<Record<str
 /**
  * Where Fastify keeps a reply's headers, and what it holds. Fastify fills a plain object one key at
  * a time; past about twenty keys V8 turns such an object into a hash table, and every later header
- * write, and Node's serialisation of them, slows down: with the ~25 headers every answer carries,
- * that cost a quarter of a RETRIEVE's CPU (benchmarks/README.md). Starting the object as a copy of
- * the fixed headers made the right way keeps its fast shape. Undefined (and the plain
+ * write, and Node's serialisation of them, slows down; every answer carries more headers than that
+ * (benchmarks/README.md measured the cost). Starting the object as a copy of the fixed headers
+ * made the right way keeps its fast shape. Undefined (and the plain
  * `reply.headers()` instead) should a Fastify version keep them elsewhere.
  */
 let headersKey: symbol | undefined

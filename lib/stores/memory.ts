@@ -1,7 +1,7 @@
 // The in-memory store: the Store contract over Maps, evaluating ListQuery itself. Nothing is
 // kept across restarts; meant for tests, demos and small data.
 // LIST reads a sorted index per table and sort order, kept current by every write, so a page
-// costs a binary search and a scan to limit + 1 matches, not a sort of the table (issue 9 point 3).
+// costs a binary search and a scan to limit + 1 matches, not a sort of the table.
 import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import type { RelationModel, ResourceModel } from '../registry/model.js'

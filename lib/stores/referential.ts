@@ -1,4 +1,4 @@
-// Referential rules shared by the stores (STYLE §5): an unknown related id is 422, deleting a
+// Referential rules shared by the stores (spec "Errors" 3): an unknown related id is 422, deleting a
 // parent that still has children is 409.
 import { ConflictError, UnprocessableError, withInvalidParams } from '../errors.js'
 import type { RelationModel } from '../registry/model.js'

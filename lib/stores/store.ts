@@ -1,5 +1,5 @@
-// The store contract (STYLE §5): what every backend implements. Free of HTTP concerns; receives
-// queries already parsed and checked against the model, never raw query strings.
+// The store contract (CONTRIBUTING.md "a store"): what every backend implements. Free of HTTP
+// concerns; receives queries already parsed and checked against the model, never raw query strings.
 import type { ResourceModel } from '../registry/model.js'
 import type { ListQuery } from '../query/store-query.js'
 

@@ -1,4 +1,4 @@
-// Authorization matrix (issue 10 "Must show" 5; spec "Authentication" 1–4, 6; demo-service.md
+// Authorization matrix (spec "Authentication" 1–4, 6; demo-service.md
 // API_TOKENS, API_KEYS, ALLOWED_ORIGINS): every route the demo registers, collected with an
 // onRoute hook so a new route cannot escape, × every method it serves × seven credentials ×
 // three origins. The expected status comes from the demo's configuration, written out below
@@ -73,10 +73,11 @@ function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'pre
 }
 
 /**
- * The status the demo's configuration calls for. Order of the checks (STYLE §3): Origin (403,
- * spec "Authentication" 6) before credentials (401, "Authentication" 4) before rights (403:
- * `read` allows GET/HEAD/OPTIONS only, `write` everything). Public pages need no credentials but
- * keep the Origin check; /health is the host's, outside the API, and checks neither.
+ * The status the demo's configuration calls for. Order of the checks (the pipeline's,
+ * docs/security.md): Origin (403, spec "Authentication" 6) before credentials (401,
+ * "Authentication" 4) before rights (403: `read` allows GET/HEAD/OPTIONS only, `write` everything).
+ * Public pages need no credentials but keep the Origin check; /health is the host's, outside the
+ * API, and checks neither.
  */
 function expected (route: CollectedRoute, credential: Credential, origin: OriginKind, publicStatus: number): number {
   const kind = classify(route)

@@ -1,4 +1,4 @@
-// Fuzzing (issue 10 "Must show" 1; spec "Errors" 1–2, "Operations" rule 1): hostile methods,
+// Fuzzing (spec "Errors" 1–2, "Operations" rule 1): hostile methods,
 // paths, query strings, headers and bodies sent to the demo app (memory store) through inject.
 // For every exchange: no 5xx; every error is a problem (JSON, or XML when Accept asked for it)
 // whose status matches the response's; each answer comes within a time bound; Object.prototype

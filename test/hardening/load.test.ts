@@ -1,4 +1,4 @@
-// Load (issue 10 "Must show" 2): a bounded autocannon run — 50 connections, mixed reads and
+// Load: a bounded autocannon run — 50 connections, mixed reads and
 // writes — against the demo's resources and security on the memory store, the SQL store on
 // PGlite and, when DATABASE_URL is set, on PostgreSQL (a fresh schema per run, dropped after).
 // Properties: no connection errors, timeouts or non-2xx answers; every create answered 201 is

@@ -1,4 +1,4 @@
-// Slow and oversized clients (issue 10 "Must show" 4; spec "Limits"; issue 5 point 11), over
+// Slow and oversized clients (spec "Limits"), over
 // real sockets: the started demo (`demo/server.ts`) reports its limits, and answers
 // oversized headers with 431, oversized bodies with 413 and long query strings with 414 as
 // problem+json without reading the rest; the demo app with the same wiring and short timeouts

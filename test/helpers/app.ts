@@ -1,7 +1,7 @@
-// Test harness (STYLE §9): a fresh Fastify app per test with the plugin under /v1, the demo's
-// resources (demo/schemas/index.ts) on a new memory store, an injectable clock, deterministic seed
-// data, and teardown. Built from the plugin directly, not demo/app.ts, so tests never
-// depend on the demo's authentication.
+// Test harness (CONTRIBUTING.md "Tests"): a fresh Fastify app per test with the plugin under /v1,
+// the demo's resources (demo/schemas/index.ts) on a new memory store, an injectable clock,
+// deterministic seed data, and teardown. Built from the plugin directly, not demo/app.ts, so tests
+// never depend on the demo's authentication.
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { TObject } from '@sinclair/typebox'

@@ -1,4 +1,4 @@
-// Credentials for tests (STYLE §9): a bearer verifier over two tokens with the demo's rights
+// Credentials for tests: a bearer verifier over two tokens with the demo's rights
 // (`read`: GET/HEAD/OPTIONS only; `write`: everything), and the headers a client sends with them.
 import { defineAuth, secretTable } from '../../lib/index.js'
 import type { AuthOptions } from '../../lib/index.js'

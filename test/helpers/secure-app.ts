@@ -1,5 +1,5 @@
-// Apps with authentication on (issue 5), built like test/helpers/app.ts (plugin + demo resources
-// on a memory store), plus seeding through the API with write credentials.
+// Apps with authentication on (spec "Authentication"), built like test/helpers/app.ts (plugin +
+// demo resources on a memory store), plus seeding through the API with write credentials.
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import type { AppOverrides } from './app.js'

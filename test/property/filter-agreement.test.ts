@@ -1,4 +1,4 @@
-// Property (issue 3, "Tests"; spec "Advanced filtering (`filter`)", "Sorting", "Page links"): random
+// Property (spec "Advanced filtering (`filter`)", "Sorting", "Page links"): random
 // filters, generated as ASTs and printed as `filter=` text, select through HTTP exactly the books that
 // a plain reference evaluation of the OData rules written here selects, and the text parses back to
 // the same AST. Random simple filters, sorts and page sizes, walked through `next` links on the same

@@ -1,4 +1,4 @@
-// Property (issue 3, "Tests"; spec "Paging" → token-based paging, "Paging stability"): walking token
+// Property (spec "Paging" → token-based paging, "Paging stability"): walking token
 // pages with random page sizes while books are created and deleted between pages, forward via `next`
 // and backward via `prev`, visits every book that existed throughout exactly once, in order; also
 // with control characters in simple-filter values and a sort on a date-time in several offsets.

@@ -1,4 +1,4 @@
-// The store contract suite (STYLE §5, §9; issue 6 "Same behaviour as the memory store"): every
+// The store contract suite (CONTRIBUTING.md "a store"): every
 // backend runs these same assertions, so every query-language result is identical across them.
 // Covers CRUD, versions and compare-and-set, referential 422/409, each filter operator and
 // function, OData null rules, related paths through 'one' and 'many' relations, sorting with
@@ -728,7 +728,7 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
 }
 
 /**
- * Differential check (issue 6 "Every query-language test result must be identical"): random
+ * Differential check (every query-language result must be identical across stores): random
  * filters and sorts give the same pages on the store under test as on the memory store. Each run
  * draws its own seed and prints it; STORE_SEED=<n> replays one.
  */

@@ -1,5 +1,5 @@
-// The store contract suite (test/stores/conformance.ts) on the memory store, the reference the
-// SQL store is held to (issue 6 "Same behaviour as the memory store").
+// The store contract suite (test/stores/conformance.ts) on the memory store, the reference the SQL
+// store is held to: every query-language result must be the same on both.
 import t from 'tap'
 import { memoryStore } from '../../lib/stores/memory.js'
 import { storeSuite } from './conformance.js'

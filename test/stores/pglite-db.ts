@@ -1,4 +1,4 @@
-// One PGlite per test file (STYLE §9; issue 6 brief): initdb takes seconds, so the first file to
+// One PGlite per test file: initdb takes seconds, so the first file to
 // need one saves an initialised data directory in the temp folder and the others start from it.
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'

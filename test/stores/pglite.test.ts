@@ -1,6 +1,6 @@
-// The store contract suite on embedded PGlite (issue 6 "One store, two engines", "Same behaviour
-// as the memory store"): one PGlite instance for the file (pglite-db.ts), a fresh
-// schema per store, plus a randomized comparison with the memory store.
+// The store contract suite on embedded PGlite, the SQL store's second engine, held to the memory
+// store's behaviour: one PGlite instance for the file (pglite-db.ts), a fresh schema per store,
+// plus a randomized comparison with the memory store.
 import t from 'tap'
 import { pgliteStore } from '../../lib/stores/sql/index.js'
 import { agreesWithMemory, storeSuite } from './conformance.js'

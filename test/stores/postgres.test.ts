@@ -1,6 +1,6 @@
-// The store contract suite on a real PostgreSQL server (issue 6 "Same behaviour as the memory
-// store"), when DATABASE_URL is set (.ci/run sets it). Each store gets a fresh schema under
-// apic_test_<random>_; only those schemas are dropped afterwards.
+// The store contract suite on a real PostgreSQL server, held to the memory store's behaviour, when
+// DATABASE_URL is set (.ci/run sets it). Each store gets a fresh schema under apic_test_<random>_;
+// only those schemas are dropped afterwards.
 import t from 'tap'
 import { postgresStore } from '../../lib/stores/sql/index.js'
 import { agreesWithMemory, storeSuite } from './conformance.js'

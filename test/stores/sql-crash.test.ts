@@ -1,4 +1,4 @@
-// Durability (issue 6 "Failure"): the demo is killed with SIGKILL in the middle of a stream of
+// Durability of the SQL store: the demo is killed with SIGKILL in the middle of a stream of
 // creates; reopening its data finds every create that had been answered 201. On PGlite (the
 // default STORE, files in DATA_DIR) and, when DATABASE_URL is set, on PostgreSQL.
 import t from 'tap'

@@ -1,6 +1,6 @@
-// Tables from TypeBox schemas (issue 6 "Schema from TypeBox", "Atomic writes"): what the store
-// creates, how it upgrades without dropping, tables mapped onto ones users manage, and the
-// referential errors mapped from whatever foreign keys those tables carry. On PGlite.
+// Tables from TypeBox schemas: what the store creates, how it upgrades without dropping, tables
+// mapped onto ones users manage, and the referential errors mapped from whatever foreign keys those
+// tables carry. On PGlite.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
 import { Type } from '@sinclair/typebox'

@@ -1,4 +1,4 @@
-// Failure (issue 6 "Failure"): with the database unreachable or failing mid-request the API
+// Failure (spec "Errors": 503): with the database unreachable or failing mid-request the API
 // answers 503 problem+json with Retry-After, keeps running and recovers; start-up with an
 // unreachable DATABASE_URL fails with one line naming it. Also the two driver adapters.
 import t from 'tap'

@@ -1,8 +1,8 @@
-// Hostile input (issue 6 "Tests"): filter, sort, fields, simple filters, ids and bodies full of
+// Hostile input to the SQL store: filter, sort, fields, simple filters, ids and bodies full of
 // quotes, semicolons, comments, wildcards, unicode or sheer length are answered with 400 or with
-// the correct literal match (the memory store's answer), never a 500, never executed as SQL.
-// Text PostgreSQL cannot keep exactly (NUL, unpaired surrogates) is refused, never altered.
-// On PGlite, and on PostgreSQL when DATABASE_URL is set.
+// the correct literal match (the memory store's answer), never a 500, never executed as SQL. Text
+// PostgreSQL cannot keep exactly (NUL, unpaired surrogates) is refused, never altered. On PGlite,
+// and on PostgreSQL when DATABASE_URL is set.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
 import type { FastifyInstance } from 'fastify'

@@ -1,7 +1,7 @@
-// Several instances (issue 6 "Several instances"): two app instances on one database sharing the
-// paging-token key. A token minted by one is accepted by the other, and concurrent If-Match
-// writes through both let exactly one win. On PostgreSQL (two pools) when DATABASE_URL is set,
-// and on one PGlite instance shared by two stores otherwise.
+// Several instances: two app instances on one database sharing the paging-token key. A token minted
+// by one is accepted by the other, and concurrent If-Match writes through both let exactly one win.
+// On PostgreSQL (two pools) when DATABASE_URL is set, and on one PGlite instance shared by two
+// stores otherwise.
 import t from 'tap'
 import type { Test } from 'tap'
 import pg from 'pg'

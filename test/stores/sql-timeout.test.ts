@@ -1,4 +1,4 @@
-// A database that stops answering (issue 6 "Failure": unreachable or failing mid-request is 503
+// A database that stops answering (spec "Errors": unreachable or failing mid-request is 503
 // problem+json with Retry-After): the connection stays open but nothing comes back. Every query
 // is bounded by queryTimeoutMillis and connecting by connectionTimeoutMillis, so requests answer
 // 503 within the bound, and the store recovers when answers come back. Through a TCP relay that

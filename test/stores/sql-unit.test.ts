@@ -1,6 +1,6 @@
-// White-box tests of the SQL store's pure parts (issue 6 "Pushdown", "Failure"): values only as
-// placeholders, identifiers only quoted, LIKE patterns escaped, which errors mean "unavailable",
-// and the option and table-mapping checks that fail at start-up.
+// White-box tests of the SQL store's pure parts (the query compiled to SQL, failures mapped):
+// values only as placeholders, identifiers only quoted, LIKE patterns escaped, which errors mean
+// "unavailable", and the option and table-mapping checks that fail at start-up.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import pg from 'pg'

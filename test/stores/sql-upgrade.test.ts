@@ -1,8 +1,8 @@
-// Schema upgrades over data already stored (issue 6 "Upgrades add missing columns; they never
-// drop data", "map fields to existing columns"; STYLE §1 "Fail at boot, precisely"): a table that
-// cannot serve the new schema stops start-up naming table and column and changes nothing; a
-// required field with a default fills the rows already there, which then read, sort and page.
-// On PGlite, and on PostgreSQL when DATABASE_URL is set.
+// Schema upgrades over data already stored (upgrades add missing columns and never drop data;
+// fields map to existing columns; a bad table fails at boot, precisely): a table that cannot serve
+// the new schema stops start-up naming table and column and changes nothing; a required field with
+// a default fills the rows already there, which then read, sort and page. On PGlite, and on
+// PostgreSQL when DATABASE_URL is set.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
 import pg from 'pg'

@@ -1,6 +1,6 @@
-// Unit tests for lib/http/conditional.ts (issue 4; RFC 9110 §8.8.3 entity tags, §13.1 the four
-// preconditions, §13.2.2 their order): tag-list parsing, ETag formatting, and the evaluation
-// matrix, including the branches HTTP tests reach only by accident.
+// Unit tests for lib/http/conditional.ts (spec "Request headers": If-Match, If-None-Match; RFC 9110
+// §8.8.3 entity tags, §13.1 the four preconditions, §13.2.2 their order): tag-list parsing, ETag
+// formatting, and the evaluation matrix, including the branches HTTP tests reach only by accident.
 import t from 'tap'
 import { evaluatePreconditions, formatETag, hasPreconditions, parseTagList, readPreconditions, unversioned, variantTag } from '../../lib/http/conditional.js'
 import type { Current, Preconditions } from '../../lib/http/conditional.js'

@@ -1,5 +1,6 @@
-// Unit tests for lib/registry/derive.ts (STYLE §4; issue 2, points 3 and 5): the create, replace,
-// modify and response schemas and the envelopes, all derived from one authored schema.
+// Unit tests for lib/registry/derive.ts (spec "Shape of data": the identifier is server-assigned):
+// the create, replace, modify and response schemas and the envelopes, all derived from one authored
+// schema.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import type { TObject } from '@sinclair/typebox'

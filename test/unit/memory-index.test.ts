@@ -1,4 +1,4 @@
-// The memory store's sorted indexes (issue 9 point 3; spec "Sorting", "Paging", "Total"): LIST
+// The memory store's sorted indexes (spec "Sorting", "Paging", "Total"): LIST
 // reads an index per sort order kept current by create, update and remove, bounded per table
 // with the least recently used evicted. Every page must equal what sorting all matches per
 // request gives (the store's previous algorithm, kept here as the oracle) and hold only the

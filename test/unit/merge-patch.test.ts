@@ -1,5 +1,5 @@
 // Unit tests for lib/merge-patch.ts: RFC 7396 JSON Merge Patch, the semantics of MODIFY (spec
-// "Operations": PATCH; issue 2, point 6). The cases are RFC 7396 Appendix A, in its order.
+// "Operations": PATCH). The cases are RFC 7396 Appendix A, in its order.
 import t from 'tap'
 import { mergePatch } from '../../lib/merge-patch.js'
 

@@ -1,5 +1,5 @@
 // Unit tests for the links of an offset page past the end (lib/routes/related.ts countPastEnd, lib/envelope/index.ts listBody; spec
-// "Page links", "Client-driven paging" 3; issue 3, point 7): one count names the last page with
+// "Page links", "Client-driven paging" 3): one count names the last page with
 // items, with the query the store ran (a nested collection's includes its parent scope).
 import t from 'tap'
 import { buildRegistry } from '../../lib/registry/index.js'

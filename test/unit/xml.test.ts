@@ -1,6 +1,6 @@
 // Unit tests for lib/formats/xml.ts and lib/formats/coerce.ts: the JSON ↔ XML mapping (spec
 // "Request headers": Content-Type / Accept allow application/xml; RFC 7807 Appendix A) and the
-// conversion of text values to a schema's types (issue 8, points 1 and 2).
+// conversion of text values to a schema's types.
 import t from 'tap'
 import { createProblemXmlWriter, createXmlWriter, escapeXml, noRefs, parseXml } from '../../lib/formats/xml.js'
 import { describeXml, shapeOf } from '../../lib/formats/xml-shape.js'

@@ -1,4 +1,4 @@
-// ListQuery → one parameterized SELECT per page (issue 6 "Pushdown"; spec "Advanced filtering",
+// ListQuery → one parameterized SELECT per page, run by the database (spec "Advanced filtering",
 // "Sorting", "Paging"). Results equal the memory store's: OData null rules with two-valued logic,
 // related paths with the same candidate semantics, NULL lowest in every order, keyset windows.
 import { compilePredicate } from '../../query/filter/evaluate.js'

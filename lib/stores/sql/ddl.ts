@@ -1,4 +1,4 @@
-// Tables from the TypeBox schemas (issue 6 "Schema from TypeBox"): creates what is missing and
+// Tables from the TypeBox schemas: creates what is missing and
 // adds missing columns, foreign keys for relations and a (field, id) index per sortable field.
 // Upgrades only add: nothing is dropped or retyped. A column the schema cannot use as it is (a
 // type that cannot hold the field, rows without a value for a required field) stops start-up.

@@ -1,4 +1,4 @@
-// The PostgreSQL store's factories (issue 6): `postgresStore` over a node-postgres pool,
+// The PostgreSQL store's factories: `postgresStore` over a node-postgres pool,
 // `pgliteStore` over embedded PGlite. Both give the same SqlStore; the plugin never knows which.
 import { mkdir } from 'node:fs/promises'
 import pg from 'pg'

@@ -1,4 +1,4 @@
-// node-postgres behind the store's query interface (issue 6 "One store, two engines").
+// node-postgres behind the store's query interface: one of the two engines of the one SQL store.
 import type pg from 'pg'
 import { isUnavailable } from './store.js'
 import type { QueryFunction, SqlDatabase } from './store.js'
@@ -7,8 +7,8 @@ function ignore () {}
 
 /**
  * `owned`: the store created the pool, so closing the store ends it. `queryTimeoutMillis`: how
- * long the driver waits for any one answer before it gives up on the connection (issue 6
- * "Failure": a server that stops answering must not hold requests forever).
+ * long the driver waits for any one answer before it gives up on the connection (a server that
+ * stops answering must not hold requests forever: they end in 503, spec "Errors").
  */
 export function poolDatabase (pool: pg.Pool, owned: boolean, queryTimeoutMillis: number): SqlDatabase {
   // An idle client whose server went away emits 'error' on the pool; unhandled, that event would
@@ -24,8 +24,8 @@ export function poolDatabase (pool: pg.Pool, owned: boolean, queryTimeoutMillis:
    * A query outside a transaction: what `pool.query` does (a connection of its own, discarded when
    * anything fails), with the timeout kept here. node-postgres' own query_timeout keeps each
    * query's rows reachable long enough to outlive two young-generation collections, so every page
-   * read was copied into the old generation (benchmarks/README.md): a third of a LIST's time went
-   * to the garbage collector.
+   * read was copied into the old generation, and the garbage collector took a large share of a
+   * LIST's time (benchmarks/README.md measured it).
    */
   const query: QueryFunction = (text, values) => new Promise((resolve, reject) => {
     pool.connect((connectError, client, release) => {

@@ -1,5 +1,5 @@
-// PGlite (embedded PostgreSQL in WebAssembly) behind the store's query interface (issue 6 "One
-// store, two engines"). PGlite runs one statement at a time; transactions hold it exclusively.
+// PGlite (embedded PostgreSQL in WebAssembly) behind the store's query interface: the SQL store's
+// other engine. PGlite runs one statement at a time; transactions hold it exclusively.
 import type { PGlite, Transaction } from '@electric-sql/pglite'
 import type { QueryFunction, SqlDatabase } from './store.js'
 

@@ -1,4 +1,4 @@
-// SQL fragments (STYLE §5, issue 6 "Pushdown"): a tagged template that keeps values apart from
+// SQL fragments: a tagged template that keeps values apart from
 // the text, so a value only ever reaches the database as a `$n` placeholder. Identifiers enter
 // only through ident() (always quoted); fixed keywords and operators only through raw().
 

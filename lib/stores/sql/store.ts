@@ -1,4 +1,4 @@
-// The PostgreSQL store (issue 6; STYLE §5): the Store contract over any database reachable
+// The PostgreSQL store: the Store contract (stores/store.ts) over any database reachable
 // through one small query interface (a pg Pool or PGlite), with the query compiled to SQL and
 // referential, conflict and availability failures mapped from SQLSTATE codes, never pre-checked.
 import type { ResourceModel } from '../../registry/model.js'
@@ -186,7 +186,7 @@ export class SqlStore implements Store {
     const col = column(table, field)
     const ref = columnRef(MAIN, col)
     const listed = values.filter(value => value != null)
-    // One `= ANY($1)` query per relation per page (issue 6 "Pushdown"); null matches null, as in memory.
+    // One `= ANY($1)` query per relation per page, in the database; null matches null, as in memory.
     const nulls = listed.length < values.length ? sql` OR ${ref} IS NULL` : sql``
     const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls}`, 'read', model)
     return rows.map(row => table.decode(row))
@@ -206,7 +206,7 @@ export class SqlStore implements Store {
     if (!isStorable(id)) return null
     const sets = [...table.columns.values()].filter(col => col !== table.id).map(col => sql`${ident(col.name)} = ${writeValue(col, fields[col.field.name])}`)
     sets.push(sql`${ident(table.version)} = ${ident(MAIN, table.version)} + 1`, sql`${ident(table.modifiedAt)} = now()`)
-    // Compare-and-set in the statement itself, so If-Match cannot race (STYLE §5).
+    // Compare-and-set in the statement itself, so If-Match cannot race.
     const rows = await this.#run(sql`UPDATE ${table.ref} AS ${ident(MAIN)} SET ${join(sets, ', ')} WHERE ${idEquals(table, id)}${versionEquals(table, how)} RETURNING ${table.selectList}`, 'write', model, fields)
     if (rows.length > 0) return table.decode(rows[0])
     return await this.#missOrMismatch(table, id, how)

@@ -1,4 +1,4 @@
-// The table behind one resource (issue 6 "Schema from TypeBox"): its names, column types and the
+// The table behind one resource, from its TypeBox schema: its names, column types and the
 // row codec, resolved once per model from the store's options, never per request.
 import type { FieldModel, FieldType, ResourceModel } from '../../registry/model.js'
 import type { Fields, StoredRecord } from '../store.js'

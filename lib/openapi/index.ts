@@ -6,16 +6,18 @@ import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import { pageSpec, registerRoute } from './routes/table.js'
-import type { ResolvedOptions } from './options.js'
-import type { ResourceModel } from './registry/model.js'
-import { schemaNames } from './registry/derive.js'
-import type { JsonSchema } from './registry/derive.js'
-import { componentNames, documentedRouteSchema, openApiRouteSchema, securitySchemes } from './routes/route-schema.js'
-import type { SchemaOptions } from './routes/route-schema.js'
-import { problemNamespace } from './formats/xml.js'
-import { describeXml } from './formats/xml-shape.js'
-import type { RefResolver, XmlRoot } from './formats/xml-shape.js'
+import { pageSpec, registerRoute } from '../routes/table.js'
+import type { ResolvedOptions } from '../options.js'
+import type { ResourceModel } from '../registry/model.js'
+import { schemaNames } from '../registry/derive.js'
+import type { JsonSchema } from '../registry/derive.js'
+import type { SchemaOptions } from '../routes/route-schema.js'
+import { componentNames } from '../routes/http-prose.js'
+import { problemNamespace } from '../formats/xml.js'
+import { describeXml } from '../formats/xml-shape.js'
+import type { RefResolver, XmlRoot } from '../formats/xml-shape.js'
+import { securitySchemes } from './security-schemes.js'
+import { openApiRouteSchema } from './docs-routes.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
 
@@ -133,6 +135,21 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
 }
 
 /**
+ * A route's schema as the document shows it: the documented responses beside the serialized
+ * ones, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
+ */
+function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
+  const { documentedResponses, ...rest } = schema
+  const response = { ...(rest.response as Record<string, JsonSchema>), ...(documentedResponses as Record<string, JsonSchema>) }
+  if (method !== 'HEAD') return { ...rest, response }
+  const bodiless: Record<string, JsonSchema> = {}
+  for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }
+  // @fastify/swagger names the HEAD copy `{operationId}-head`.
+  const operationId = String(rest.operationId).replace(/-head$/, '')
+  return { ...rest, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
+}
+
+/**
  * The link objects and their `rel` values, per envelope (spec "Page links", "Link object"): the
  * serializer's schemas (registry/derive.ts) accept any rel; the document names the ones sent.
  */
@@ -172,9 +189,10 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
 }
 
 /**
- * OpenAPI 3.1 XML Objects for the XML the server sends and reads (issue 8, point 1): envelopes
- * under <response>, bodies under the resource's singular, problems as RFC 7807 Appendix A's
- * <problem>, and inside them the mapping of formats/xml-shape.ts (wrapped arrays, item names).
+ * OpenAPI 3.1 XML Objects for the XML the server sends and reads (spec "Request headers":
+ * Content-Type, Accept; the mapping docs/wire-formats.md describes): envelopes under <response>,
+ * bodies under the resource's singular, problems as RFC 7807 Appendix A's <problem>, and inside
+ * them the mapping of formats/xml-shape.ts (wrapped arrays, item names).
  */
 function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) {
   const schemas = openapi.components.schemas

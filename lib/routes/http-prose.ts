@@ -1,0 +1,117 @@
+// The request and response headers, and the problem responses, as the OpenAPI document describes
+// them (spec "Request headers", "Response headers", "Errors"): shared by every route schema.
+import { STATUS_CODES } from 'node:http'
+import type { JsonSchema } from '../registry/derive.js'
+import { problemTypes } from '../http/negotiation.js'
+import { maxAuditHeaderLength } from '../security/audit-headers.js'
+import { errorTable } from '../errors.js'
+import type { SchemaOptions } from './route-schema.js'
+
+/** Shared component names (`$id`s) beside the per-resource ones of registry/derive.ts. */
+export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope' } as const
+
+// Request headers of the spec that every operation accepts.
+const base64Pattern = '^[A-Za-z0-9+/]*={0,2}$'
+const auditHeader = (what: string): JsonSchema => ({
+  type: 'string', maxLength: maxAuditHeaderLength, pattern: base64Pattern, description: `${what}, base64-encoded, at most 8 KB; otherwise 400 naming the header.`
+})
+const commonRequestHeaders: Record<string, JsonSchema> = {
+  'X-Request-Id': { type: 'string', description: 'Request identifier, echoed as Request-Id; when absent, unsafe or too long, the server generates one.' },
+  Date: { type: 'string', description: 'When the request was sent, as an RFC 5322 / IMF-fixdate date; a malformed value is 400.', examples: ['Sun, 06 Nov 1994 08:49:37 GMT'] },
+  'X-Audit-Consent': auditHeader('A JSON-encoded FHIR Consent resource (an object with resourceType "Consent")'),
+  'X-Audit-Device': auditHeader('A FHIR identifier of the client device'),
+  'X-Audit-Organisation': auditHeader('A FHIR identifier of the client organisation'),
+  'X-Audit-User': auditHeader('A FHIR identifier of the authenticated user'),
+  'X-Authenticated_User': auditHeader('The client system, for auditing')
+}
+const etagList = 'A list of entity tags, or *.'
+export const retrieveHeaders: Record<string, JsonSchema> = {
+  'If-None-Match': { type: 'string', description: `${etagList} When one matches the current representation the answer is 304 without a body (RFC 9110 §13.1.2).` },
+  'If-Modified-Since': { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' }
+}
+
+export function writeHeaders (options: SchemaOptions): JsonSchema {
+  return {
+    type: 'object',
+    properties: {
+      ...commonRequestHeaders,
+      'If-Match': { type: 'string', description: `${etagList} The write happens only if one names the current version, else 412 (optimistic concurrency).${options.requireIfMatch ? ' Required: without it the answer is 428.' : ''}` },
+      'If-None-Match': { type: 'string', description: `${etagList} A match is 412.` },
+      'If-Unmodified-Since': { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' }
+    },
+    required: options.requireIfMatch ? ['If-Match'] : []
+  }
+}
+
+export const requestHeaders = (extra: Record<string, JsonSchema> = {}): JsonSchema =>
+  ({ type: 'object', properties: { ...commonRequestHeaders, ...extra } })
+
+// Response headers.
+export const requestId = { 'Request-Id': { type: 'string', description: 'The request identifier (X-Request-Id when the client sent a safe one).' } }
+export const validators = {
+  ETag: { type: 'string', description: 'Strong validator of this representation; send it in If-Match to update safely, or If-None-Match to revalidate.' },
+  'Last-Modified': { type: 'string', description: 'Time of the last write, as an HTTP date. Not sent with expand or include: related records change without moving it.' }
+}
+
+// Why each status can happen; operations refine the text where they know more. A status only one
+// code answers with is told by that code's description in the error table (errors.ts), with what
+// the document adds; the text is here where several codes share the status, or where the document
+// can be more precise than the problem page.
+const sharedReasons: Readonly<Record<number, string>> = {
+  400: 'a query parameter, header or the body is invalid; invalidParams names each one.',
+  412: 'a precondition (If-Match, If-None-Match, If-Unmodified-Since) does not hold; nothing changed.',
+  414: 'the query string is longer than maxQueryLength.',
+  415: 'Content-Type is missing, not accepted here, or names a charset other than UTF-8.',
+  503: 'the data store is unavailable, or the handler ran out of time; retry later.'
+}
+const atConnection = 'Answered at the connection, before routing, when the host installs createClientErrorHandler.'
+const documentNotes: Readonly<Record<number, string>> = { 405: 'Each operation of the path shows it.', 408: atConnection, 431: atConnection }
+const requestErrors = [...errorTable.values()].filter(entry => !entry.boot)
+const reasons: Record<number, string> = {}
+for (const entry of requestErrors) {
+  if (requestErrors.some(other => other !== entry && other.status === entry.status)) continue
+  // "Unauthorized: credentials are missing …"; a description opening with a header name keeps its capital.
+  const reason = entry.description.replace(/^[A-Z][a-z]*(?=[\s,;])/, word => word.toLowerCase())
+  reasons[entry.status] = entry.status in documentNotes ? `${reason} ${documentNotes[entry.status]}` : reason
+}
+Object.assign(reasons, sharedReasons)
+const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
+  401: { 'WWW-Authenticate': { type: 'string', description: 'The authentication method and realm, e.g. Bearer realm="api".' } },
+  405: { Allow: { type: 'string', description: 'The methods this path allows.' } },
+  429: {
+    'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
+    'RateLimit-Limit': { type: 'string', description: 'Requests allowed per window.' },
+    'RateLimit-Remaining': { type: 'string', description: 'Requests left in the current window.' },
+    'RateLimit-Reset': { type: 'string', description: 'Seconds until the window resets.' }
+  },
+  503: { 'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' } }
+}
+
+// Answered at the socket by createClientErrorHandler, in JSON only (security/limits.ts).
+const connectionStatuses = new Set([408, 431])
+
+/**
+ * The problem responses of an operation, for the statuses it can answer. Routes that offer XML
+ * answer problems in either type by Accept; others (`offersXml` false) in application/problem+json only.
+ * The XML form is RFC 7807 Appendix A's bare <problem> whatever errorFormat says (problem.ts).
+ */
+export function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}, offersXml = true): Record<number, JsonSchema> {
+  // Every route: date and audit headers (400), Origin checks (403), other methods (405), Accept
+  // (406), the connection limits (408, 431), the query length (414), Expect (417), the unexpected (500).
+  const all = [...statuses, 400, 403, 405, 406, 408, 414, 417, 431, 500]
+  if (options.authenticated) all.push(401)
+  if (options.rateLimited) all.push(429)
+  if (options.timeLimited) all.push(503)
+  const asJson = { schema: { $ref: `${options.errorFormat === 'flat' ? componentNames.problem : componentNames.problemEnvelope}#` } }
+  const asXml = { schema: { $ref: `${componentNames.problem}#` } }
+  const responses: Record<number, JsonSchema> = {}
+  for (const status of [...new Set(all)].sort((a, b) => a - b)) {
+    const xml = offersXml && !connectionStatuses.has(status)
+    responses[status] = {
+      description: `${STATUS_CODES[status]}: ${refine[status] ?? reasons[status]}`,
+      headers: { ...requestId, ...problemHeaders[status] },
+      content: { [problemTypes[0]]: asJson, ...(xml ? { [problemTypes[1]]: asXml } : {}) }
+    }
+  }
+  return responses
+}
