@@ -93,7 +93,7 @@ async function docsPage (app: FastifyInstance, { url, title }: { url: string, ti
       operation: 'docs',
       responseTypes: produces,
       config: { contentSecurityPolicy: docsContentSecurityPolicy },
-      schema: route.schema ?? {},
+      schema: { ...route.schema },
       handler: route.handler
     })
     route.config = { ...route.config, ...spec.config, route: spec }

@@ -191,10 +191,10 @@ export function registerRoute (app: FastifyInstance, spec: RouteSpec) {
 export function createRouteIndex (app: FastifyInstance) {
   const config = app.initialConfig as { routerOptions?: FindMyWay.Config<FindMyWay.HTTPVersion.V1>, caseSensitive?: boolean }
   const router = FindMyWay({ ...config.routerOptions, caseSensitive: config.caseSensitive })
-  const noHandler = () => undefined
   return {
     add (route: RouteOptions) {
-      for (const method of [route.method].flat()) router.on(method as FindMyWay.HTTPMethod, route.url, noHandler, route)
+      // The handler is never called here: only the route, the store, is looked up.
+      for (const method of [route.method].flat()) router.on(method as FindMyWay.HTTPMethod, route.url, route.handler as unknown as FindMyWay.Handler<FindMyWay.HTTPVersion.V1>, route)
     },
     /** The methods allowed at a path; undefined when no route of the plugin is there (404). */
     allowedAt (path: string): readonly string[] | undefined {
