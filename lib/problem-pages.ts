@@ -2,7 +2,7 @@
 // URL of the error documentation): `{prefix}/problems/{slug}` answers a short page naming the
 // code, its status and when it is raised; `{prefix}/problems` lists them.
 import type { FastifyInstance, FastifyReply, FastifySchema, RouteHandlerMethod } from 'fastify'
-import { pageSpec, registerRoute } from './routes/table.js'
+import { pageSpec, registerRoute, routerSettings } from './routes/table.js'
 import { NotFoundError, errorTable } from './errors.js'
 import { problemTypeRouteSchema, problemTypesRouteSchema } from './openapi/docs-routes.js'
 import type { SchemaOptions } from './routes/route-schema.js'
@@ -30,7 +30,8 @@ export function registerProblemPages (app: FastifyInstance, schemaOptions: Schem
   }
   // Both spellings: the type URLs end in a slug, and people trim it off by hand.
   registerRoute(app, page({ path: '/problems', schema: problemTypesRouteSchema(schemaOptions), handler: listProblemTypes }))
-  registerRoute(app, page({ path: '/problems/', schema: { hide: true }, handler: listProblemTypes })) // an alias, documented once
+  // An alias, documented once; a router that ignores trailing slashes serves it already.
+  if (routerSettings(app).ignoreTrailingSlash !== true) registerRoute(app, page({ path: '/problems/', schema: { hide: true }, handler: listProblemTypes }))
   registerRoute(app, page({
     path: '/problems/:slug',
     schema: problemTypeRouteSchema(schemaOptions),

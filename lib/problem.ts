@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http'
 import fastJson from 'fast-json-stringify'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, codeOfStatus, errorTable, problemSlug, withHeaders } from './errors.js'
+import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, codeOfStatus, problemSlug, withHeaders } from './errors.js'
 import type { InvalidParam, ProblemExtras } from './errors.js'
 import { toInvalidParams } from './validation.js'
 import { addVary, wantsXmlProblem } from './http/negotiation.js'
@@ -102,8 +102,8 @@ export function problemBodyBuilder (options: Pick<ProblemOptions, 'errorFormat' 
   return function problemBody (problem: Problem, instance: string | undefined, form = options.errorFormat): ProblemBody | { errors: ProblemBody } {
     const body: ProblemBody = {
       type: problem.code === undefined ? 'about:blank' : typeOf(problem.code),
-      // The title belongs to the type (RFC 7807 §3.1); a status of no catalogue code gets its reason phrase.
-      title: (problem.code === undefined ? undefined : errorTable.get(problem.code)?.title) ?? STATUS_CODES[problem.status] ?? 'Error',
+      // The reason phrase of the status sent: a host may raise one of our codes with another status.
+      title: STATUS_CODES[problem.status] ?? 'Error',
       status: problem.status,
       detail: problem.detail,
       instance,

@@ -4,6 +4,7 @@
 import t from 'tap'
 import type { InjectOptions } from 'fastify'
 import { buildApp, json, pick, seed } from './helpers/app.js'
+import { auth, testAuth } from './helpers/auth.js'
 import { demoResources } from '../demo/schemas/index.js'
 
 const COLLECTION = 'GET, HEAD, POST, OPTIONS'
@@ -36,6 +37,31 @@ for (const [method, url, allow] of cases) {
     })
   })
 }
+
+t.test('a path answers 405 as the router reaches it: the problem pages\' alias, a percent-encoded name', async t => {
+  const app = await buildApp(t)
+  // Fastify's router serves GET on both (the alias, and /v1/book%73 as /v1/books): other methods are 405 there.
+  for (const [url, allow] of [['/v1/problems/', 'GET, HEAD'], ['/v1/book%73', COLLECTION]]) {
+    const res = await app.inject({ method: 'DELETE', url })
+    t.same({ status: res.statusCode, allow: res.headers.allow }, { status: 405, allow }, url)
+  }
+})
+
+t.test('the 405 index takes the host\'s router settings, in either spelling', async t => {
+  for (const server of [{ ignoreTrailingSlash: true }, { routerOptions: { ignoreTrailingSlash: true } }]) {
+    const app = await buildApp(t, { server })
+    t.equal((await app.inject({ url: '/v1/books/' })).statusCode, 200, 'the router serves the collection with a trailing slash')
+    const res = await app.inject({ method: 'DELETE', url: '/v1/books/' })
+    t.same({ status: res.statusCode, allow: res.headers.allow }, { status: 405, allow: COLLECTION }, JSON.stringify(server))
+  }
+})
+
+t.test('an error of the host\'s carrying one of the codes with another status keeps that status\'s title', async t => {
+  const gone = () => { throw Object.assign(new Error('That book is gone.'), { code: 'API_ERR_NOT_FOUND', statusCode: 410 }) }
+  const app = await buildApp(t, { auth: testAuth({ authorize: gone }) })
+  const res = await app.inject({ url: '/v1/books', headers: auth.write })
+  t.match(res.json(), { status: 410, title: 'Gone', type: '/v1/problems/not-found', detail: 'That book is gone.' })
+})
 
 t.test('405 ignores the query string when matching the path', async t => {
   const app = await buildApp(t)

@@ -9,7 +9,7 @@ import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import { evaluatePreconditions, formatETag, readPreconditions, unversioned, variantTag } from '../http/conditional.js'
 import { NotFoundError } from '../errors.js'
-import type { Fields } from '../stores/store.js'
+import type { Fields, Store } from '../stores/store.js'
 import type { RouteContext } from './context.js'
 import { normalizeRecord, writeHeaders } from './shared.js'
 import { formatVariant } from '../http/negotiation.js'
@@ -22,7 +22,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
     list: async function listResources (request: FastifyRequest, reply: FastifyReply) {
       const parsed = parseListQuery(model, request.query as RawQuery, context.query, base)
       if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
-      return listPage(context, model, base, parsed, null)
+      return listPage(context, store, model, base, parsed, null)
     },
     create: async function createResource (request: FastifyRequest, reply: FastifyReply) {
       checkCollectionPreconditions(request, false)
@@ -46,7 +46,7 @@ export function nestedListHandler (parent: ResourceModel, relation: RelationMode
     const parsed = parseListQuery(child, request.query as RawQuery, context.query, base)
     if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
     const scope: FilterNode = { kind: 'compare', op: 'eq', left: { kind: 'field', path: [relation.field] }, right: { kind: 'literal', type: 'string', value: id } }
-    return listPage(context, child, base, parsed, scope)
+    return listPage(context, store, child, base, parsed, scope)
   }
 }
 
@@ -60,11 +60,10 @@ function checkCollectionPreconditions (request: FastifyRequest, safe: boolean) {
   return evaluatePreconditions(readPreconditions(request.headers), unversioned, safe)
 }
 
-async function listPage (context: RouteContext, model: ResourceModel, base: string, parsed: ListRequest, scope: FilterNode | null) {
+async function listPage (context: RouteContext, store: Store, model: ResourceModel, base: string, parsed: ListRequest, scope: FilterNode | null) {
   const query = scope === null
     ? parsed.query
     : { ...parsed.query, filter: parsed.query.filter === null ? scope : { kind: 'and', left: scope, right: parsed.query.filter } as const }
-  const store = context.storeOf(model)
   const page = await store.list(model, query)
   const projected = page.items.map(record => project(record.data, parsed.fields))
   const { items, links } = parsed.expand.length + parsed.include.length === 0

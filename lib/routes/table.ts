@@ -1,7 +1,8 @@
 // The route table (spec "Operations"): one RouteSpec per route the plugin serves, derived once at
 // registration. Every route is registered from its spec with the spec in `config.route`, and every
-// part that needs to know a route (Allow and 405, CORS preflights, authorization, audit, the
-// OpenAPI document, the problem pages) reads that spec; none matches URLs or path strings.
+// part that needs to know a route (Allow and 405, CORS preflights, authorization, resource
+// policies, the audit log, the route steps of the pipeline) reads that spec; none matches URLs or
+// path strings. The OpenAPI document is built from the routes' schemas, which the specs hold.
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest, FastifySchema, RouteHandlerMethod, RouteOptions } from 'fastify'
 import FindMyWay from 'find-my-way'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
@@ -189,8 +190,7 @@ export function registerRoute (app: FastifyInstance, spec: RouteSpec) {
  * read when asked: a plugin's own onRoute hook may give it one after this index saw the route.
  */
 export function createRouteIndex (app: FastifyInstance) {
-  const config = app.initialConfig as { routerOptions?: FindMyWay.Config<FindMyWay.HTTPVersion.V1>, caseSensitive?: boolean }
-  const router = FindMyWay({ ...config.routerOptions, caseSensitive: config.caseSensitive })
+  const router = FindMyWay(routerSettings(app))
   return {
     add (route: RouteOptions) {
       // The handler is never called here: only the route, the store, is looked up.
@@ -211,3 +211,10 @@ export function createRouteIndex (app: FastifyInstance) {
 }
 
 const probeMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+
+/** The settings of Fastify's router, which Fastify 5 takes at the top level (older spelling) or in routerOptions. */
+export function routerSettings (app: FastifyInstance): FindMyWay.Config<FindMyWay.HTTPVersion.V1> {
+  const config = app.initialConfig as FindMyWay.Config<FindMyWay.HTTPVersion.V1> & { routerOptions?: FindMyWay.Config<FindMyWay.HTTPVersion.V1> }
+  const { caseSensitive, ignoreTrailingSlash, ignoreDuplicateSlashes, maxParamLength } = config
+  return { caseSensitive, ignoreTrailingSlash, ignoreDuplicateSlashes, maxParamLength, ...config.routerOptions }
+}

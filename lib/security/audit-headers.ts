@@ -44,7 +44,7 @@ function consentOf (text: string): AuditValues['consent'] | undefined {
   return isConsent ? value as AuditValues['consent'] : undefined
 }
 
-/** Before the body is read (security/index.ts): 400 naming each bad header; the decoded values on `request.audit`. */
+/** Before the body is read (pipeline.ts): 400 naming each bad header; the decoded values on `request.audit`. */
 export function checkAuditHeaders (request: FastifyRequest, earlier: readonly InvalidParam[] = []) {
   let audit: AuditValues | null = null
   // With the other headers' problems (Date), so that one 400 names them all.

@@ -49,8 +49,16 @@ export const exposedHeaders = ['ETag', 'Location', 'Request-Id', 'Retry-After', 
 // The CORS catch-all (paths with no OPTIONS route of their own) is read-only.
 const readMethods = ['GET', 'HEAD', 'OPTIONS']
 
+// Each route's list, joined once (the lists are complete once the server is ready).
+const methodLists = new WeakMap<readonly string[], string>()
+function methodList (methods: readonly string[]): string {
+  let list = methodLists.get(methods)
+  if (list === undefined) methodLists.set(methods, list = methods.join(', '))
+  return list
+}
+
 /**
- * The CORS step of the request edge (security/index.ts), per request a Set lookup; what it sends
+ * The CORS step of the request edge (pipeline.ts), per request a Set lookup; what it sends
  * is prepared here. Written here rather than with @fastify/cors: its per-request options delegator
  * (needed for the 403 and the per-route methods) re-normalised its options on every request
  * (benchmarks/README.md measured what that cost).
@@ -76,7 +84,7 @@ export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean) {
     reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', exposed)
     if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] === undefined) return false
     // A preflight lists the methods of the route it asks about, as that route's Allow does.
-    reply.header('access-control-allow-methods', (routeSpecOf(request)?.allow ?? readMethods).join(', '))
+    reply.header('access-control-allow-methods', methodList(routeSpecOf(request)?.allow ?? readMethods))
       .header('access-control-allow-headers', allowedHeaders)
       .header('access-control-max-age', maxAge)
       // Safari waits for a body after a 204 without Content-Length.

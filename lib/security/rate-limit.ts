@@ -70,7 +70,7 @@ const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as StoreCl
 export const addressKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`
 
 /**
- * The limiter, a step of the request edge (security/index.ts): counts the request under `key` and
+ * The limiter, a step of the request edge (pipeline.ts): counts the request under `key` and
  * sets RateLimit-Limit/-Remaining/-Reset (draft-ietf-httpapi-ratelimit-headers; no X- prefix,
  * RFC 6648), or throws the 429 with Retry-After. The counters are the library's stores; the
  * policy around them is here rather than in @fastify/rate-limit's hook so that the in-memory
