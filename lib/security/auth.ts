@@ -57,7 +57,8 @@ export interface AuthOptions<P = unknown> {
  * const user = auth.principalOf(request) // typed as the verifier's result
  */
 export function defineAuth<P> (options: AuthOptions<P>): AuthOptions<P> & { principalOf (request: FastifyRequest): P | null } {
-  return { ...options, principalOf: (request: FastifyRequest) => request.principal as P | null }
+  // `?? null`: a request the plugin never authenticated (a host's route outside it) has no field at all.
+  return { ...options, principalOf: (request: FastifyRequest) => (request.principal ?? null) as P | null }
 }
 
 /** A table of secrets looked up in constant time: every entry is compared, on SHA-256 digests of equal length. */
