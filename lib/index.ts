@@ -2,7 +2,7 @@
 // pipeline, registers every route of the route table, and holds the public exports.
 import fp from 'fastify-plugin'
 import type { FastifyInstance, RouteOptions } from 'fastify'
-import { resolveOptions } from './options.js'
+import { resolveOptions, routePrefix } from './options.js'
 import type { ApiConventionsOptions } from './options.js'
 import { buildRegistry } from './registry/index.js'
 import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema } from './registry/derive.js'
@@ -26,7 +26,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const storeOf = assignStores(options.resources, models)
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
   for (const store of new Set(models.map(storeOf))) await store.prepare?.(models.filter(model => storeOf(model) === store))
-  const prefix = app.prefix
+  const prefix = routePrefix(app)
   if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
 
   const context: RouteContext = {

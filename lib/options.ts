@@ -1,8 +1,10 @@
 // Plugin options: their types, defaults and checks. resolveOptions() runs once at registration
 // and fails at boot with a coded error naming the option and the value received.
 import type { TObject } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
 import type { ResourceDefinition } from './define.js'
 import { OptionsInvalidError } from './errors.js'
+import { knownKeys, refuseUnknownKeys } from './options-check.js'
 import { randomCursorSecret } from './query/cursor.js'
 import { resolveAuth } from './security/auth.js'
 import type { AuthOptions, ResolvedAuth } from './security/auth.js'
@@ -83,6 +85,42 @@ export interface ResolvedOptions {
   readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined }
 }
 
+const optionKeys = knownKeys({
+  resources: true,
+  errorFormat: true,
+  singleResource: true,
+  links: true,
+  totalAtRoot: true,
+  paging: true,
+  cursorSecret: true,
+  cursorTtlSeconds: true,
+  problemTypeBase: true,
+  requireIfMatch: true,
+  auth: true,
+  cors: true,
+  rateLimit: true,
+  cacheControl: true,
+  deprecation: true,
+  resourcePolicies: true,
+  maxQueryLength: true,
+  bodyLimit: true,
+  handlerTimeout: true,
+  openapi: true,
+  // Fastify's own register options, which reach the plugin with its options.
+  prefix: true,
+  logLevel: true,
+  logSerializers: true
+} satisfies Record<keyof ApiConventionsOptions | 'prefix' | 'logLevel' | 'logSerializers', true>)
+
+const openApiKeys = knownKeys({ title: true, version: true, description: true } satisfies Record<keyof NonNullable<ApiConventionsOptions['openapi']>, true>)
+
+/**
+ * The prefix every route of the plugin begins with. Fastify registers `/v1/` + `/books` as
+ * `/v1/books`, one slash dropped, but keeps `/v1/` as the instance's prefix: URLs built from that
+ * would read `/v1//books`, a path no route serves.
+ */
+export const routePrefix = (app: FastifyInstance): string => app.prefix.endsWith('/') ? app.prefix.slice(0, -1) : app.prefix
+
 function oneOf<T extends string> (options: Record<string, unknown>, name: string, allowed: readonly T[], fallback: T): T {
   const value = options[name]
   if (value === undefined) return fallback
@@ -98,9 +136,11 @@ function flag (options: Record<string, unknown>, name: string): boolean {
 
 export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
   const options = given as unknown as Record<string, unknown>
-  if (!Array.isArray(options.resources) || options.resources.length === 0) {
+  refuseUnknownKeys(options, optionKeys, '')
+  if (!Array.isArray(options.resources)) {
     throw new OptionsInvalidError(`resources must be a non-empty array of defineResource() results, received ${typeof options.resources}`)
   }
+  if (options.resources.length === 0) throw new OptionsInvalidError('resources must list at least one resource, received an empty array')
   const secret = options.cursorSecret
   const secrets = secret === undefined ? [randomCursorSecret()] : typeof secret === 'string' ? [secret] : secret
   if (!Array.isArray(secrets) || secrets.some(s => typeof s !== 'string' || s.length < 16)) {
@@ -138,6 +178,7 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
 function resolveOpenApiInfo (value: unknown): ResolvedOptions['openapi'] {
   const given = (value ?? {}) as Record<string, unknown>
   if (typeof given !== 'object') throw new OptionsInvalidError(`openapi must be an object { title?, version?, description? }, received ${JSON.stringify(value)}`)
+  refuseUnknownKeys(given, openApiKeys, 'openapi')
   const text = (name: string, fallback?: string) => {
     const field = given[name] ?? fallback
     if (field !== undefined && (typeof field !== 'string' || field.trim() === '')) throw new OptionsInvalidError(`openapi.${name} must be a non-empty string, received ${JSON.stringify(field)}`)

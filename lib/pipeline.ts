@@ -5,7 +5,7 @@
 import type { FastifyInstance, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler, preValidationHookHandler, RouteOptions } from 'fastify'
 import type { ResolvedOptions } from './options.js'
 import type { ResourceModel } from './registry/model.js'
-import { routeSpecIn } from './routes/table.js'
+import { namesRecord, refuseEmptyId, routeSpecIn } from './routes/table.js'
 import type { RouteSpec } from './routes/table.js'
 import { requireBodyType } from './http/body-types.js'
 import { checkCharset, createResponseFormats, formatParsers } from './formats/index.js'
@@ -86,6 +86,8 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
       { name: 'routeHeaders', run: headers.setRouteHeaders }
     ],
     routeSteps: [
+      // First of the route's steps: a path with an empty id is not found, whatever its body.
+      { name: 'emptyId', phase: 'onRequest', hookFor: (_route, spec) => namesRecord(spec) ? refuseEmptyId : undefined },
       { name: 'contentType', phase: 'onRequest', hookFor: (_route, spec) => spec === undefined || spec.bodyTypes.length === 0 ? undefined : requireBodyType(spec.bodyTypes) },
       { name: 'charset', phase: 'onRequest', hookFor: route => mayHaveBody(route) ? checkCharset : undefined },
       // Before the body is read: a refused caller's body is never parsed.

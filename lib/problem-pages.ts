@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifySchema, RouteHandlerMethod } from 'fastify'
 import { pageSpec, registerRoute, routerSettings } from './routes/table.js'
 import { NotFoundError, errorTable } from './errors.js'
+import { routePrefix } from './options.js'
 import { problemTypeRouteSchema, problemTypesRouteSchema } from './openapi/docs-routes.js'
 import type { SchemaOptions } from './routes/route-schema.js'
 
@@ -16,7 +17,7 @@ const page = (spec: { path: string, schema: FastifySchema, handler: RouteHandler
 
 /** The pages, each with its route spec, so other methods answer 405 like everywhere else. */
 export function registerProblemPages (app: FastifyInstance, schemaOptions: SchemaOptions) {
-  const base = `${app.prefix}/problems`
+  const base = `${routePrefix(app)}/problems`
   const pages = new Map<string, string>()
   const items: string[] = []
   for (const { code, description, slug, boot } of errorTable.values()) {

@@ -95,6 +95,22 @@ t.test('the principal is on the request, typed through defineAuth', async t => {
   t.same(seen, [{ principal: { id: 'reader', right: 'read' }, typed: { id: 'reader', right: 'read' } }])
 })
 
+t.test('principalOf is null, never undefined, on a host route the plugin does not authenticate', async t => {
+  const options = testAuth()
+  const app = Fastify()
+  t.teardown(() => app.close())
+  // Outside the plugin: its credentials check never runs here, whatever the request carries.
+  app.get('/whoami', async request => {
+    const principal = options.principalOf(request)
+    return { isNull: principal === null, isUndefined: principal === undefined }
+  })
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()), cursorSecret: 'a-test-secret-of-enough-length', auth: options })
+  for (const headers of [auth.read, {}]) {
+    const res = await app.inject({ url: '/whoami', headers })
+    t.same({ status: res.statusCode, body: res.json() }, { status: 200, body: { isNull: true, isUndefined: false } })
+  }
+})
+
 t.test('public routes (the problem type pages) need no credentials', async t => {
   const app = await buildSecureApp(t)
   for (const url of ['/v1/problems/', '/v1/problems/unauthorized']) {

@@ -157,3 +157,33 @@ t.test('hrefs follow the prefix the plugin is registered under', async t => {
     t.equal((await app.inject({ url: link.href })).statusCode, 200, link.href)
   }
 })
+
+t.test('a prefix with a trailing slash builds every URL without the doubled slash', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(apiConventions, { prefix: '/v1/', resources: demoResources(memoryStore()), cursorSecret: 'a-test-secret-of-enough-length' })
+  const created = await app.inject({ method: 'POST', url: '/v1/authors', payload: { name: 'A' } })
+  const author = created.json().data.author
+  t.equal(created.headers.location, `/v1/authors/${author.id}`)
+  for (const title of ['T', 'U', 'V']) await app.inject({ method: 'POST', url: '/v1/books', payload: { title, authorId: author.id } })
+  const page = await app.inject({ url: '/v1/books?pageSize=1&include=author' })
+  const links = linksOf(page.json())
+  t.ok(links.some(link => link.rel === 'next'), 'there is a next page')
+  for (const link of links) {
+    t.match(link.href, /^\/v1\/[^/]/)
+    t.notMatch(link.href, /\/\//)
+    t.equal((await app.inject({ url: link.href })).statusCode, 200, link.href)
+  }
+  const missing = await app.inject({ url: '/v1/books/nope' })
+  t.same({ status: missing.statusCode, type: missing.json().type }, { status: 404, type: '/v1/problems/not-found' })
+  t.equal((await app.inject({ url: missing.json().type })).statusCode, 200)
+  const problems = await app.inject({ url: '/v1/problems/' })
+  t.match(problems.body, 'href="/v1/problems/not-found"')
+  t.notMatch(problems.body, '/v1//')
+  const document = (await app.inject({ url: '/v1/openapi.json' })).json()
+  t.same(document.servers, [{ url: '/v1' }])
+  const docs = await app.inject({ url: '/v1/docs/', headers: { accept: 'text/html' } })
+  t.equal(docs.statusCode, 200)
+  t.match(docs.body, /"url": "\/v1\/openapi.json"/, 'the page loads the served document')
+  t.equal((await app.inject({ method: 'POST', url: '/v1/docs/' })).headers.allow, 'GET, HEAD')
+})

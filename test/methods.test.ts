@@ -124,6 +124,37 @@ t.test('an unknown path answers 404 whatever the method', async t => {
   t.same({ status: res.statusCode, detail: res.json().detail }, { status: 404, detail: '/v1/nothing was not found.' })
 })
 
+// An empty id names no record: the path is not found, not a record with a blank name.
+const emptyIds: ReadonlyArray<readonly [string, string]> = [
+  ['GET', '/v1/books/'],
+  ['HEAD', '/v1/books/'],
+  ['PUT', '/v1/books/'],
+  ['PATCH', '/v1/books/'],
+  ['DELETE', '/v1/books/'],
+  ['OPTIONS', '/v1/books/'],
+  ['POST', '/v1/books/'],
+  ['GET', '/v1/authors//books'],
+  ['OPTIONS', '/v1/authors//books'],
+  ['GET', '/v1/books/?fields=title']
+]
+for (const [method, url] of emptyIds) {
+  t.test(`${method} ${url} answers 404 naming the path`, async t => {
+    const app = await buildApp(t)
+    // A body and its type, so that PUT and PATCH would be checked if the route were served.
+    const res = await app.inject({ method: method as 'GET', url, ...(method === 'PUT' || method === 'PATCH' ? { headers: json, payload: {} } : {}) })
+    const path = url.split('?', 1)[0]
+    t.same({ status: res.statusCode, allow: res.headers.allow, type: res.headers['content-type'] }, { status: 404, allow: undefined, type: 'application/problem+json; charset=utf-8' })
+    if (method === 'HEAD') return
+    t.same(res.json(), { type: '/v1/problems/not-found', title: 'Not Found', status: 404, detail: `${path} was not found.`, instance: path })
+  })
+}
+
+t.test('an empty id is not found even without the body a write needs', async t => {
+  const app = await buildApp(t)
+  const res = await app.inject({ method: 'PUT', url: '/v1/books/' })
+  t.same({ status: res.statusCode, detail: res.json().detail }, { status: 404, detail: '/v1/books/ was not found.' })
+})
+
 // Fastify checks a body (and a QUERY's Content-Type) before the not-found handler runs.
 const routeLess: ReadonlyArray<readonly [string, InjectOptions, number, string | undefined]> = [
   ['QUERY without Content-Type on an item', { method: 'QUERY', url: '/v1/books/some-id' }, 405, ITEM],

@@ -2,7 +2,9 @@
 // option and the value received; good options resolve to frozen defaults.
 import t from 'tap'
 import { Writable } from 'node:stream'
+import type { TObject } from '@sinclair/typebox'
 import { memoryStore } from '../lib/index.js'
+import type { ResourceDefinition, Store } from '../lib/index.js'
 import { resolveOptions } from '../lib/options.js'
 import type { ApiConventionsOptions } from '../lib/options.js'
 import { demoResources } from '../demo/schemas/index.js'
@@ -36,9 +38,55 @@ t.test('an options error is a TypeError with status 500, as Fastify\'s own boot 
   t.match(error, { statusCode: 500, message: /^Invalid api-conventions options: links/ })
 })
 
-for (const [name, resources] of [['missing', undefined], ['not an array', 'books'], ['empty', []]] as const) {
+for (const [name, resources] of [['missing', undefined], ['not an array', 'books']] as const) {
   t.test(`resources ${name} rejects registration naming resources`, async t => {
     t.throws(() => resolveOptions({ resources } as unknown as ApiConventionsOptions), { code: 'API_ERR_OPTIONS_INVALID', message: /resources must be a non-empty array/ })
+  })
+}
+
+t.test('an empty resources list rejects registration saying the list is empty', async t => {
+  await t.rejects(buildApp(t, { resources: () => [] }), {
+    code: 'API_ERR_OPTIONS_INVALID',
+    message: 'Invalid api-conventions options: resources must list at least one resource, received an empty array'
+  })
+})
+
+// A misspelt key would otherwise be ignored and its default used: `cors: { orgins }` allows no origin.
+const unknownKeys: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+  [{ errorformat: 'flat' }, 'errorformat is not a known key; did you mean "errorFormat"?'],
+  [{ cursorSecrets: ['a-long-enough-secret-1'] }, 'cursorSecrets is not a known key; did you mean "cursorSecret"?'],
+  [{ colour: 'blue' }, 'colour is not a known key; known: resources, errorFormat, singleResource, links, totalAtRoot, paging, cursorSecret, cursorTtlSeconds, problemTypeBase, requireIfMatch, auth, cors, rateLimit, cacheControl, deprecation, resourcePolicies, maxQueryLength, bodyLimit, handlerTimeout, openapi, prefix, logLevel, logSerializers'],
+  [{ cors: { orgins: ['https://app.example.com'] } }, 'cors.orgins is not a known key; did you mean "origins"?'],
+  [{ cors: { origins: [], maxage: 60 } }, 'cors.maxage is not a known key; did you mean "maxAge"?'],
+  [{ auth: { bearer: () => null, relm: 'api' } }, 'auth.relm is not a known key; did you mean "realm"?'],
+  [{ auth: { bearer: () => null, scopes: [] } }, 'auth.scopes is not a known key; known: realm, authorizationUri, bearer, basic, apiKeys, authorize, principalKey, principalOf'],
+  [{ rateLimit: { max: 10, timeWindow: 1000, window: 5 } }, 'rateLimit.window is not a known key; known: max, timeWindow, redis, nameSpace, retryAfter'],
+  [{ rateLimit: { max: 10, timeWindow: 1000, namespace: 'x' } }, 'rateLimit.namespace is not a known key; did you mean "nameSpace"?'],
+  [{ openapi: { titel: 'Books' } }, 'openapi.titel is not a known key; did you mean "title"?'],
+  [{ deprecation: { date: '2030-01-01', sunet: '2031-01-01' } }, 'deprecation.sunet is not a known key; did you mean "sunset"?'],
+  [{ resourcePolicies: { books: { cachecontrol: 'private' } } }, 'resourcePolicies.books.cachecontrol is not a known key; did you mean "cacheControl"?'],
+  [{ resourcePolicies: { books: { deprecation: { date: '2030-01-01', links: 'https://example.com' } } } }, 'resourcePolicies.books.deprecation.links is not a known key; did you mean "link"?']
+]
+for (const [options, detail] of unknownKeys) {
+  t.test(`an unknown key is refused at registration: ${detail.split(' ', 1)[0]}`, async t => {
+    await t.rejects(buildApp(t, options), { code: 'API_ERR_OPTIONS_INVALID', message: `Invalid api-conventions options: ${detail}` })
+  })
+}
+
+t.test('Fastify\'s own register options are not unknown keys', async t => {
+  const app = await buildApp(t, { logLevel: 'error', logSerializers: {} } as never)
+  t.equal((await app.inject({ url: '/v1/books' })).statusCode, 200)
+})
+
+const definitionKeys: ReadonlyArray<readonly [(store: Store) => ReadonlyArray<ResourceDefinition<TObject>>, string]> = [
+  [store => [{ ...demoResources(store)[0], singluar: 'author' } as never], 'authors: authors.singluar is not a known key; did you mean "singular"?'],
+  [store => [{ ...demoResources(store)[0], pageSize: 5 } as never], 'authors: authors.pageSize is not a known key; known: name, singular, schema, idField, defaultPageSize, maxPageSize, operations, relations, generateId, requireIfMatch, store'],
+  [store => demoResources(store).map(r => r.name === 'books' ? { ...r, relations: { ...r.relations, author: { ...r.relations?.author, resouce: 'authors' } } } as never : r),
+    'books.relations.author: books.relations.author.resouce is not a known key; did you mean "resource"?']
+]
+for (const [resources, detail] of definitionKeys) {
+  t.test(`an unknown key of a resource definition is refused at registration: ${detail.split(':', 1)[0]}`, async t => {
+    await t.rejects(buildApp(t, { resources }), { code: 'API_ERR_RESOURCE_INVALID', message: `Invalid resource ${detail}` })
   })
 }
 

@@ -7,6 +7,7 @@ import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import scalar from '@scalar/fastify-api-reference'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { pageSpec, registerRoute } from '../routes/table.js'
+import { routePrefix } from '../options.js'
 import type { ResolvedOptions } from '../options.js'
 import type { ResourceModel } from '../registry/model.js'
 import { schemaNames } from '../registry/derive.js'
@@ -34,7 +35,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
   if (options.errorFormat === 'envelope') {
     app.addSchema({ $id: componentNames.problemEnvelope, type: 'object', properties: { errors: { $ref: `${componentNames.problem}#` } }, required: ['errors'] })
   }
-  const prefix = app.prefix
+  const prefix = routePrefix(app)
   const schemes = securitySchemes(options)
   const info = options.openapi
   await app.register(swagger, {
@@ -83,7 +84,7 @@ async function docsPage (app: FastifyInstance, { url, title }: { url: string, ti
   // The methods of each path, filled as Scalar adds its routes (GET, then Fastify's HEAD).
   const allowAt = new Map<string, string[]>()
   app.addHook('onRoute', function configureDocsRoute (route: RouteOptions) {
-    const path = route.url.slice(app.prefix.length)
+    const path = route.url.slice(routePrefix(app).length)
     let allow = allowAt.get(path)
     if (allow === undefined) allowAt.set(path, allow = [])
     for (const method of [route.method].flat()) if (!allow.includes(method)) allow.push(method)

@@ -4,11 +4,28 @@ import { ReadonlyKind } from '@sinclair/typebox'
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { v7 as uuidv7 } from 'uuid'
 import { ResourceInvalidError } from '../errors.js'
-import type { FieldModel, FieldType, Operation, RelationModel, ResourceModel, ResourceShape } from './model.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
+import type { FieldModel, FieldType, Operation, RelationDefinition, RelationModel, ResourceModel, ResourceShape } from './model.js'
 
 export const allOperations: readonly Operation[] = ['list', 'retrieve', 'create', 'replace', 'modify', 'delete']
 const namePattern = /^[a-z][a-zA-Z0-9_-]*$/
 const fieldPattern = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+// A definition also names its `store` (define.ts), which the registry does not read.
+const definitionKeys = knownKeys({
+  name: true,
+  singular: true,
+  schema: true,
+  idField: true,
+  defaultPageSize: true,
+  maxPageSize: true,
+  operations: true,
+  relations: true,
+  generateId: true,
+  requireIfMatch: true,
+  store: true
+} satisfies Record<keyof ResourceShape | 'store', true>)
+const relationKeys = knownKeys({ kind: true, resource: true, field: true } satisfies Record<keyof RelationDefinition, true>)
 
 export function buildRegistry (definitions: readonly ResourceShape[]): ResourceModel[] {
   const relationSlots = new Map<string, Map<string, RelationModel>>()
@@ -32,6 +49,7 @@ export function buildRegistry (definitions: readonly ResourceShape[]): ResourceM
 
 function resolveRelation (model: ResourceModel, name: string, relation: NonNullable<ResourceShape['relations']>[string], byName: Map<string, ResourceModel>): RelationModel {
   const where = `${model.name}.relations.${name}`
+  refuseUnknownKeys(relation, relationKeys, where, message => new ResourceInvalidError(where, message))
   const target = byName.get(relation.resource)
   if (target === undefined) throw new ResourceInvalidError(where, `names unknown resource '${relation.resource}'`)
   if (relation.kind !== 'one' && relation.kind !== 'many') throw new ResourceInvalidError(where, `kind must be 'one' or 'many', received '${String(relation.kind)}'`)
@@ -44,6 +62,7 @@ function resolveRelation (model: ResourceModel, name: string, relation: NonNulla
 function buildModel (definition: ResourceShape, relations: Map<string, RelationModel>): ResourceModel {
   const { name, singular, schema } = definition
   const where = String(name)
+  refuseUnknownKeys(definition, definitionKeys, where, message => new ResourceInvalidError(where, message))
   if (typeof name !== 'string' || !namePattern.test(name)) throw new ResourceInvalidError(where, `name must match ${namePattern}, received '${String(name)}'`)
   if (typeof singular !== 'string' || !namePattern.test(singular) || singular === name) throw new ResourceInvalidError(where, `singular must match ${namePattern} and differ from name, received '${String(singular)}'`)
   if (schema?.type !== 'object' || typeof schema.properties !== 'object') throw new ResourceInvalidError(where, 'schema must be a TypeBox Type.Object')

@@ -3,13 +3,14 @@
 // part that needs to know a route (Allow and 405, CORS preflights, authorization, resource
 // policies, the audit log, the route steps of the pipeline) reads that spec; none matches URLs or
 // path strings. The OpenAPI document is built from the routes' schemas, which the specs hold.
-import type { FastifyContextConfig, FastifyInstance, FastifyRequest, FastifySchema, RouteHandlerMethod, RouteOptions } from 'fastify'
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, HookHandlerDoneFunction, RouteHandlerMethod, RouteOptions } from 'fastify'
 import FindMyWay from 'find-my-way'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import type { AuthorizedOperation } from '../security/auth.js'
 import type { Store } from '../stores/store.js'
 import { produced } from '../http/negotiation.js'
 import { bodyTypes } from '../http/body-types.js'
+import { NotFoundError } from '../errors.js'
 import type { RouteContext } from './context.js'
 import { collectionHandlers, nestedListHandler } from './collection.js'
 import { itemHandlers } from './item.js'
@@ -168,6 +169,19 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
       ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options), handler: capabilitiesHandler(allow) }
       : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { model, store: context.storeOf(model) }) }
   }
+}
+
+/** Whether the route's path names a record (`/books/:id`, `/authors/:id/books`). */
+export const namesRecord = (spec: RouteSpec | undefined) => spec?.path.includes('/:id') === true
+
+/**
+ * A route step of the paths that name a record: `/books/` (and `/authors//books`) reach the route
+ * with an empty id, which names no record, so the path is not found, as an unknown path is (and as
+ * the route index below says when it looks for a 405).
+ */
+export function refuseEmptyId (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
+  if ((request.params as { id: string }).id === '') return done(new NotFoundError(request.url.split('?', 1)[0]))
+  done()
 }
 
 /**

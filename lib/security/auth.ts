@@ -7,6 +7,7 @@ import type { Operation, ResourceModel } from '../registry/model.js'
 import type { Fields, Store } from '../stores/store.js'
 import { ForbiddenError, OptionsInvalidError, UnauthorizedError, withHeaders, withInvalidParams } from '../errors.js'
 import { decodeBase64 } from './base64.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import { readRecordOnce } from '../record-once.js'
 import { isPromise } from './edge.js'
 import type { MaybePromise } from './edge.js'
@@ -56,7 +57,8 @@ export interface AuthOptions<P = unknown> {
  * const user = auth.principalOf(request) // typed as the verifier's result
  */
 export function defineAuth<P> (options: AuthOptions<P>): AuthOptions<P> & { principalOf (request: FastifyRequest): P | null } {
-  return { ...options, principalOf: (request: FastifyRequest) => request.principal as P | null }
+  // `?? null`: a request the plugin never authenticated (a host's route outside it) has no field at all.
+  return { ...options, principalOf: (request: FastifyRequest) => (request.principal ?? null) as P | null }
 }
 
 /** A table of secrets looked up in constant time: every entry is compared, on SHA-256 digests of equal length. */
@@ -89,11 +91,17 @@ type ChallengeKind = 'none' | 'invalid_request' | 'invalid_token'
 // quoted-string content (RFC 9110 §5.6.4) without the need for escapes.
 const quotable = /^[\t\x20\x21\x23-\x5b\x5d-\x7e]*$/
 
+// `principalOf` is what defineAuth adds: its result is passed as the option.
+const authKeys = knownKeys({
+  realm: true, authorizationUri: true, bearer: true, basic: true, apiKeys: true, authorize: true, principalKey: true, principalOf: true
+} satisfies Record<keyof AuthOptions | 'principalOf', true>)
+
 export function resolveAuth (value: unknown): ResolvedAuth | null {
   if (value === undefined) return null
   const fail = (problem: string) => new OptionsInvalidError(`auth${problem}`)
   if (typeof value !== 'object' || value === null) throw fail(` must be an object, received ${JSON.stringify(value)}`)
   const given = value as Record<string, unknown>
+  refuseUnknownKeys(given, authKeys, 'auth')
   if (typeof given.bearer !== 'function') throw fail('.bearer must be a function (token, request) => principal | null')
   for (const name of ['basic', 'authorize', 'principalKey']) {
     if (given[name] !== undefined && typeof given[name] !== 'function') throw fail(`.${name} must be a function, received ${typeof given[name]}`)

@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, OptionsInvalidError, withInvalidParams } from '../errors.js'
 import { auditHeaderNames } from './audit-headers.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import { routeSpecOf } from '../routes/table.js'
 
 export interface CorsOptions {
@@ -18,9 +19,12 @@ export interface ResolvedCors {
   readonly maxAge: number
 }
 
+const corsKeys = knownKeys({ origins: true, maxAge: true } satisfies Record<keyof CorsOptions, true>)
+
 export function resolveCors (value: unknown): ResolvedCors {
   if (value === undefined) return { origins: [], maxAge: 600 }
   const given = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+  refuseUnknownKeys(given, corsKeys, 'cors')
   if (!Array.isArray(given.origins)) throw new OptionsInvalidError(`cors.origins must be an array of origins, received ${JSON.stringify(given.origins)}`)
   for (const origin of given.origins) {
     // The spec forbids `*` in Access-Control-Allow-Origin: an allow-list names each origin.

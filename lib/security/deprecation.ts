@@ -3,6 +3,7 @@
 // `Link: <…>; rel="deprecation"` (RFC 9745 §3), prepared once at registration.
 import type { FastifyReply } from 'fastify'
 import { OptionsInvalidError } from '../errors.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 export interface DeprecationOptions {
   /** When the API or resource is (or will be) deprecated: a Date or an ISO 8601 string. */
@@ -19,6 +20,8 @@ export interface DeprecationHeaders {
   readonly link?: string
 }
 
+const deprecationKeys = knownKeys({ date: true, sunset: true, link: true } satisfies Record<keyof DeprecationOptions, true>)
+
 function dateOf (value: unknown, name: string): Date {
   const date = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : undefined
   if (date === undefined || Number.isNaN(date.getTime())) throw new OptionsInvalidError(`${name} must be a Date or an ISO 8601 date string, received ${JSON.stringify(value)}`)
@@ -29,6 +32,7 @@ export function resolveDeprecation (value: unknown, name: string): DeprecationHe
   if (value === undefined) return undefined
   if (typeof value !== 'object' || value === null) throw new OptionsInvalidError(`${name} must be an object { date, sunset?, link? }, received ${JSON.stringify(value)}`)
   const given = value as Record<string, unknown>
+  refuseUnknownKeys(given, deprecationKeys, name)
   const date = dateOf(given.date, `${name}.date`)
   const sunset = given.sunset === undefined ? undefined : dateOf(given.sunset, `${name}.sunset`)
   if (sunset !== undefined && sunset < date) throw new OptionsInvalidError(`${name}.sunset must not be earlier than ${name}.date (RFC 9745 §4)`)

@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { OptionsInvalidError } from '../errors.js'
 import { applyDeprecation, resolveDeprecation } from './deprecation.js'
 import type { DeprecationHeaders, DeprecationOptions } from './deprecation.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 /** helmet: the spec's values; helmet's other defaults (COOP, CORP, …) stay on. */
 export const helmetOptions = {
@@ -69,6 +70,8 @@ export interface ResourcePolicy {
   readonly deprecation?: DeprecationOptions
 }
 
+const policyKeys = knownKeys({ cacheControl: true, deprecation: true } satisfies Record<keyof ResourcePolicy, true>)
+
 export type ResolvedResourcePolicy = Pick<HeaderRouteConfig, 'cacheControl' | 'deprecation'>
 
 export function resolveResourcePolicies (value: unknown, resourceNames: readonly string[]): ReadonlyMap<string, ResolvedResourcePolicy> {
@@ -78,6 +81,7 @@ export function resolveResourcePolicies (value: unknown, resourceNames: readonly
   for (const [name, policy] of Object.entries(value)) {
     if (!resourceNames.includes(name)) throw new OptionsInvalidError(`resourcePolicies.${name} names no resource; known: ${resourceNames.join(', ')}`)
     const given = (typeof policy === 'object' && policy !== null ? policy : {}) as Record<string, unknown>
+    refuseUnknownKeys(given, policyKeys, `resourcePolicies.${name}`)
     policies.set(name, Object.freeze({
       cacheControl: resolveHeaderValue(given.cacheControl, `resourcePolicies.${name}.cacheControl`),
       deprecation: resolveDeprecation(given.deprecation, `resourcePolicies.${name}.deprecation`)

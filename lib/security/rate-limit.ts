@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { OptionsInvalidError, RateLimitedError, withHeaders } from '../errors.js'
 import type { MaybePromise } from './edge.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 export interface RateLimitOptions {
   /** Requests per key per window. */
@@ -43,9 +44,12 @@ function milliseconds (value: unknown): number | undefined {
   return ms > 0 ? ms : undefined
 }
 
+const rateLimitKeys = knownKeys({ max: true, timeWindow: true, redis: true, nameSpace: true, retryAfter: true } satisfies Record<keyof RateLimitOptions, true>)
+
 export function resolveRateLimit (value: unknown): ResolvedRateLimit | null {
   if (value === undefined || value === false) return null
   const given = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+  refuseUnknownKeys(given, rateLimitKeys, 'rateLimit')
   const { max, redis, nameSpace = 'api-conventions-rate-limit:', retryAfter = 'seconds' } = given
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) throw new OptionsInvalidError(`rateLimit.max must be a positive integer, received ${JSON.stringify(max)}`)
   const timeWindow = milliseconds(given.timeWindow)

@@ -10,6 +10,7 @@ import { VERSION_MISMATCH } from './store.js'
 import { storedFields } from '../values/storable.js'
 import type { Fields, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
 import { ConflictError } from '../errors.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 type Predicate = (record: Fields) => boolean
 type Compare = (a: Fields, b: Fields) => number
@@ -40,7 +41,10 @@ export const INDEXES_PER_TABLE = 16
 /** Predicates kept per table by structure before that cache starts over. */
 export const SHAPES_PER_TABLE = 500
 
+const memoryStoreKeys = knownKeys({ now: true } satisfies Record<keyof MemoryStoreOptions, true>)
+
 export function memoryStore (options: MemoryStoreOptions = {}): Store {
+  refuseUnknownKeys(options, memoryStoreKeys, 'memoryStore')
   const now = options.now ?? (() => new Date())
   const tables = new Map<string, Table>()
 

@@ -9,6 +9,8 @@ import { pgliteDatabase } from './pglite.js'
 import { SqlStore } from './store.js'
 import type { SqlDatabase } from './store.js'
 import type { TableMapping } from './table.js'
+import { knownKeys, refuseUnknownKeys } from '../../options-check.js'
+import { OptionsInvalidError } from '../../errors.js'
 
 export type { TableMapping } from './table.js'
 
@@ -65,7 +67,7 @@ export interface PgliteStoreOptions extends SqlStoreOptions {
  * const store = await postgresStore({ connectionString: process.env.DATABASE_URL })
  */
 export async function postgresStore (options: PostgresStoreOptions = {}): Promise<Store> {
-  checkOptions(options)
+  checkOptions(options, postgresKeys, 'postgresStore')
   if (options.pool !== undefined && (options.connectionString !== undefined || options.poolOptions !== undefined)) {
     throw new TypeError('postgresStore: give either pool, or connectionString and poolOptions, not both')
   }
@@ -94,14 +96,26 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
  * const store = await pgliteStore({ dataDir: './data' })
  */
 export async function pgliteStore (options: PgliteStoreOptions): Promise<Store> {
-  checkOptions(options)
+  checkOptions(options, pgliteKeys, 'pgliteStore')
   const { db, dataDir } = options
   if ((db === undefined) === (dataDir === undefined)) throw new TypeError('pgliteStore: give either db (a PGlite instance) or dataDir, one of them')
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true })
   return await openStore(pgliteDatabase(db ?? await PGlite.create({ dataDir }), db === undefined), options)
 }
 
-function checkOptions (options: SqlStoreOptions) {
+const sqlKeys = { schema: true, tables: true, migrate: true, retryAfterSeconds: true } as const satisfies Record<keyof SqlStoreOptions, true>
+const postgresKeys = knownKeys({ ...sqlKeys, pool: true, connectionString: true, poolOptions: true, queryTimeoutMillis: true } satisfies Record<keyof PostgresStoreOptions, true>)
+const pgliteKeys = knownKeys({ ...sqlKeys, db: true, dataDir: true } satisfies Record<keyof PgliteStoreOptions, true>)
+const tableKeys = knownKeys({ table: true, columns: true, versionColumn: true, modifiedAtColumn: true } satisfies Record<keyof TableMapping, true>)
+
+function checkOptions (options: SqlStoreOptions, known: readonly string[], factory: string) {
+  refuseUnknownKeys(options, known, factory)
+  for (const [name, mapping] of Object.entries(options.tables ?? {})) {
+    if (typeof mapping !== 'object' || mapping === null) {
+      throw new OptionsInvalidError(`${factory}.tables.${name} must be an object { table?, columns?, versionColumn?, modifiedAtColumn? }, received ${JSON.stringify(mapping)}`)
+    }
+    refuseUnknownKeys(mapping, tableKeys, `${factory}.tables.${name}`)
+  }
   const { schema, retryAfterSeconds } = options
   if (schema !== undefined && (typeof schema !== 'string' || schema === '' || schema.includes('\u0000'))) {
     throw new TypeError(`SQL store option schema must be a non-empty name, received ${JSON.stringify(schema)}`)
