@@ -2,6 +2,7 @@
 // (requests in flight finish, then the store closes). A bad setting is one line and exit 1.
 import { loadConfig, ConfigError } from './config.js'
 import { buildDemoApp } from './app.js'
+import { welcome } from './welcome.js'
 
 // Slow clients: the headers must arrive within 10 s and the whole request within 30 s,
 // else 408 (Fastify's default of 0 waits for ever); a socket silent for 75 s, a client that
@@ -16,7 +17,9 @@ const return503OnClosing = false
 
 async function main () {
   const config = loadConfig(process.env)
-  const app = await buildDemoApp(config, { logger: { level: process.env.LOG_LEVEL || 'info' }, return503OnClosing, ...timeouts })
+  // The log goes through process.stdout, as console.log does, so the welcome printed after the log
+  // lines arrives after them (pino's own stdout stream writes asynchronously, overtaken by console.log).
+  const app = await buildDemoApp(config, { logger: { level: process.env.LOG_LEVEL || 'info', stream: process.stdout }, return503OnClosing, ...timeouts })
   // Node enforces requestTimeout on bodies only while headersTimeout (default 60 s) is not longer,
   // and checks both only every connectionsCheckingInterval (default 30 s, so 10 s became ~33 s).
   // Node reads these when it starts listening; its types know the interval only as a constructor option.
@@ -37,8 +40,9 @@ async function main () {
   }
   process.on('SIGTERM', shutdown)
   process.on('SIGINT', shutdown)
+  let address: string
   try {
-    await app.listen({ port: config.port, host: config.host })
+    address = await app.listen({ port: config.port, host: config.host })
   } catch (error) {
     // Close the store this process opened before reporting (an embedded database holds a lock).
     await app.close()
@@ -54,6 +58,8 @@ async function main () {
     maxHeaderSize: server.maxHeaderSize,
     bodyLimit: app.initialConfig.bodyLimit
   }, 'limits')
+  // Last, so it is what a person starting the demo sees. console.log, as it is not a log record.
+  console.log(welcome(address, config).join('\n'))
 }
 
 main().catch((error: Error) => {

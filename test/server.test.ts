@@ -101,6 +101,10 @@ interface Demo {
   readonly url: string
   /** Resolves with the first log line (past or future) the predicate accepts. */
   log (predicate: (line: LogLine) => boolean): Promise<LogLine>
+  /** Resolves with the first plain (not JSON) line of stdout, past or future, the predicate accepts. */
+  printed (predicate: (line: string) => boolean): Promise<string>
+  /** Every line of stdout so far, in order. */
+  readonly stdout: readonly string[]
   readonly exited: Promise<{ code: number | null, stderr: string }>
 }
 
@@ -120,25 +124,36 @@ function runDemo (env: Record<string, string>) {
 async function startDemo (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}): Promise<Demo> {
   const { child, exited, stdout } = runDemo(env)
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  const lines: LogLine[] = []
-  const waiting: Array<{ predicate: (line: LogLine) => boolean, resolve: (line: LogLine) => void }> = []
+  // Log records are JSON lines; the welcome printed after them is plain text.
+  type Line = { log: LogLine } | { plain: string }
+  const lines: Line[] = []
+  const waiting: Array<{ predicate: (line: Line) => boolean, resolve: (line: Line) => void }> = []
   stdout.on('line', text => {
-    const line = JSON.parse(text) as LogLine
+    const line: Line = text.startsWith('{') ? { log: JSON.parse(text) as LogLine } : { plain: text }
     lines.push(line)
     for (const waiter of waiting.filter(w => w.predicate(line))) {
       waiting.splice(waiting.indexOf(waiter), 1)
       waiter.resolve(line)
     }
   })
-  const log = (predicate: (line: LogLine) => boolean) => {
+  const find = (predicate: (line: Line) => boolean) => {
     const seen = lines.find(predicate)
-    return seen !== undefined ? Promise.resolve(seen) : new Promise<LogLine>(resolve => waiting.push({ predicate, resolve }))
+    return seen !== undefined ? Promise.resolve(seen) : new Promise<Line>(resolve => waiting.push({ predicate, resolve }))
   }
+  const log = (predicate: (line: LogLine) => boolean) => find(line => 'log' in line && predicate(line.log)).then(line => (line as { log: LogLine }).log)
+  const printed = (predicate: (line: string) => boolean) => find(line => 'plain' in line && predicate(line.plain)).then(line => (line as { plain: string }).plain)
   const listening = await Promise.race([
     log(line => /^Server listening at /.test(line.msg ?? '')),
     exited.then(({ code, stderr }) => { throw new Error(`demo exited with ${code}: ${stderr}`) })
   ])
-  return { child, url: (listening.msg as string).replace('Server listening at ', ''), log, exited }
+  return {
+    child,
+    url: (listening.msg as string).replace('Server listening at ', ''),
+    log,
+    printed,
+    get stdout () { return lines.map(line => 'plain' in line ? line.plain : JSON.stringify(line.log)) },
+    exited
+  }
 }
 
 t.test('the built demo', async t => {
@@ -201,6 +216,38 @@ t.test('the built demo', async t => {
 
     child.kill('SIGTERM')
     t.same(await exited, { code: 0, stderr: '' })
+  })
+
+  t.test('prints, after its log lines, where the API, docs and document are, the tokens and a curl line that works', async t => {
+    const demo = await startDemo(t)
+    const curl = await demo.printed(line => line.trimStart().startsWith('curl '))
+    const out = demo.stdout
+    const limits = out.findIndex(line => line.startsWith('{') && JSON.parse(line).msg === 'limits')
+    t.ok(limits > 0, 'the limits are logged first')
+    t.same(out.slice(0, limits).filter(line => !line.startsWith('{')), [], 'every line before the welcome is a JSON log record')
+    const api = `${demo.url}/v1`
+    t.same(out.slice(limits + 1), [
+      'Books demo API is running.',
+      `  API:      ${api}`,
+      `  Docs:     ${api}/docs  (no token needed)`,
+      `  OpenAPI:  ${api}/openapi.json`,
+      '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
+      '    dev-token   write: every operation',
+      '    read-token  read: GET, HEAD and OPTIONS only',
+      'Try:',
+      `  curl -H 'Authorization: Bearer dev-token' ${api}/books`
+    ])
+    // The curl line, run as curl would run it.
+    const [, header, value, target] = /^ {2}curl -H '([^:]+): ([^']+)' (\S+)$/.exec(curl) as RegExpExecArray
+    const books = await fetch(target, { headers: { [header]: value } })
+    t.same({ status: books.status, books: Array.isArray((await books.json()).data.books) }, { status: 200, books: true })
+    for (const [page, type] of [[`${api}/docs`, 'text/html'], [`${api}/openapi.json`, 'application/json']]) {
+      const res = await fetch(page)
+      await res.arrayBuffer()
+      t.match({ status: res.status, type: res.headers.get('content-type') }, { status: 200, type: new RegExp(`^${type}`) }, page)
+    }
+    demo.child.kill('SIGTERM')
+    t.same(await demo.exited, { code: 0, stderr: '' })
   })
 
   t.test('SIGTERM lets a request in flight finish, then exits 0', async t => {

@@ -1,0 +1,32 @@
+// What `npm start` prints once it listens (demo-service.md, "Starting it"): where the API, its
+// documentation page and its OpenAPI document are, which tokens open it, and one curl line to try.
+// Plain lines for a person at a terminal, after the JSON log lines meant for machines.
+import type { DemoConfig, Right } from './config.js'
+
+const rights: Record<Right, string> = {
+  write: 'every operation',
+  read: 'GET, HEAD and OPTIONS only'
+}
+
+/** The lines to print, for the server listening at `address` (as `app.listen` resolves it). */
+export function welcome (address: string, config: Pick<DemoConfig, 'apiTokens'>): string[] {
+  const api = `${address}/v1`
+  const tokens = [...config.apiTokens]
+  const width = Math.max(0, ...tokens.map(([token]) => token.length))
+  // Any token can read, and a read is what the first request should be.
+  const first = tokens[0]?.[0]
+  return [
+    'Books demo API is running.',
+    `  API:      ${api}`,
+    `  Docs:     ${api}/docs  (no token needed)`,
+    `  OpenAPI:  ${api}/openapi.json`,
+    ...(first === undefined
+      ? ['  Tokens:   none (API_TOKENS is empty)', 'Try:', `  curl ${address}/health`]
+      : [
+          '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
+          ...tokens.map(([token, right]) => `    ${token.padEnd(width)}  ${right}: ${rights[right]}`),
+          'Try:',
+          `  curl -H 'Authorization: Bearer ${first}' ${api}/books`
+        ])
+  ]
+}

@@ -1,0 +1,28 @@
+// What `npm start` prints once it listens (demo-service.md, "Starting it"); the default tokens and
+// the printed curl line are checked against the running demo in server.test.ts.
+import t from 'tap'
+import { loadConfig } from '../demo/config.js'
+import { welcome } from '../demo/welcome.js'
+
+t.test('the tokens of API_TOKENS are listed with their rights, and the curl line uses the first', async t => {
+  const lines = welcome('http://0.0.0.0:8081', loadConfig({ API_TOKENS: 'reader:read,a-longer-writer:write' }))
+  t.same(lines.slice(4), [
+    '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
+    '    reader           read: GET, HEAD and OPTIONS only',
+    '    a-longer-writer  write: every operation',
+    'Try:',
+    "  curl -H 'Authorization: Bearer reader' http://0.0.0.0:8081/v1/books"
+  ])
+})
+
+t.test('with no tokens it says so and offers /health, which needs none', async t => {
+  t.same(welcome('http://127.0.0.1:3000', loadConfig({ API_TOKENS: '' })), [
+    'Books demo API is running.',
+    '  API:      http://127.0.0.1:3000/v1',
+    '  Docs:     http://127.0.0.1:3000/v1/docs  (no token needed)',
+    '  OpenAPI:  http://127.0.0.1:3000/v1/openapi.json',
+    '  Tokens:   none (API_TOKENS is empty)',
+    'Try:',
+    '  curl http://127.0.0.1:3000/health'
+  ])
+})
