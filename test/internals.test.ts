@@ -111,7 +111,9 @@ t.test('@fastify/rate-limit counter stores load by path, and LocalStore counts b
   const record = (_error: Error | null, count: Count | null) => { counts.push([count?.current, count?.ttl]) }
   store.incr('k', record, 1000, 10)
   store.incr('k', record, 1000, 10)
-  t.same(counts, [[1, 1000], [2, 1000]])
+  // Counted synchronously, both; the time left may have dropped by a millisecond between the two.
+  t.same(counts.map(count => (count as number[])[0]), [1, 2])
+  t.ok(counts.every(count => (count as number[])[1] > 900 && (count as number[])[1] <= 1000), 'time left within the window')
 })
 
 t.test('helmet middleware sets its headers through setHeader and calls next before it returns', async t => {

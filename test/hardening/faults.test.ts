@@ -52,6 +52,8 @@ async function startDemo (t: Tap, env: Record<string, string>): Promise<Demo> {
   const lines: LogLine[] = []
   const listening = new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', text => {
+      // The log lines are JSON; the welcome printed once the server listens is plain text.
+      if (!text.startsWith('{')) return
       const line = JSON.parse(text) as LogLine
       lines.push(line)
       if (line.msg.startsWith('Server listening at ')) resolve(line.msg.slice('Server listening at '.length))
