@@ -58,6 +58,8 @@ t.test('an unknown path is a 404 problem, typed under the prefix; flat by defaul
   t.match(res.json(), { type: '/api/problems/not-found', title: 'Not Found', status: 404, instance: '/v2/books' })
   const bare = await (await hostApp(t)).inject({ url: '/v2/books' })
   t.match(bare.json(), { type: '/problems/not-found', status: 404 }, 'without a prefix')
+  const slashed = await (await hostApp(t, { prefix: '/api/' })).inject({ url: '/v2/books' })
+  t.match(slashed.json(), { type: '/api/problems/not-found' }, 'a prefix written with a trailing slash, as the plugin takes it')
 })
 
 t.test('errorFormat envelope wraps the problem; problemTypeBase replaces where types point', async t => {

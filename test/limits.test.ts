@@ -261,6 +261,10 @@ t.test('createFrameworkErrorHandler can put the problem under errors', async t =
   plain.get('/x/:id', () => 'ok')
   t.teardown(() => plain.close())
   t.match((await plain.inject({ url: '/x/%ZZ' })).json(), { type: '/problems/bad-url', status: 400 }, 'no prefix, no type base: types under /problems/')
+  const slashed = Fastify({ frameworkErrors: createFrameworkErrorHandler({ prefix: '/v1/' }) })
+  slashed.get('/x/:id', () => 'ok')
+  t.teardown(() => slashed.close())
+  t.match((await slashed.inject({ url: '/x/%ZZ' })).json(), { type: '/v1/problems/bad-url' }, 'a prefix written with a trailing slash, as the plugin takes it')
 })
 
 t.test('an id longer than the router takes is a 404 problem, not a 400 about the URL', async t => {

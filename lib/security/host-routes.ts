@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { ForbiddenError } from '../errors.js'
 import { installProblemHandlers } from '../problem.js'
 import { securityHeaders } from './headers.js'
-import { protocolCheck } from './limits.js'
+import { hostProblemTypeBase, protocolCheck } from './limits.js'
 import { stampRequestId } from './request-id.js'
 
 /** Options of `guardHostRoutes`; the first three as the plugin's options of the same names. */
@@ -54,7 +54,7 @@ export function guardHostRoutes (scope: FastifyInstance, options: HostRouteOptio
   })
   installProblemHandlers(scope, {
     errorFormat: options.errorFormat ?? 'flat',
-    typeBase: options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`,
+    typeBase: hostProblemTypeBase(options),
     allowedMethods: options.allowedMethods ?? (() => undefined)
   })
 }

@@ -98,9 +98,13 @@ interface HostProblemOptions {
   readonly errorFormat?: 'flat' | 'envelope'
 }
 
+/** Where a host handler's problem `type`s point: the plugin's problem pages under `prefix` (written `/v1` or `/v1/`), or the base given. */
+export const hostProblemTypeBase = (options: HostProblemOptions): string =>
+  options.problemTypeBase ?? `${(options.prefix ?? '').replace(/\/$/, '')}/problems/`
+
 // The host's handlers build their bodies as the plugin's renderer does, from what the plugin is told.
 const hostProblemBody = (options: HostProblemOptions) => problemBodyBuilder({
-  typeBase: options.problemTypeBase ?? `${options.prefix ?? ''}/problems/`,
+  typeBase: hostProblemTypeBase(options),
   errorFormat: options.errorFormat === 'envelope' ? 'envelope' : 'flat'
 })
 
