@@ -1,6 +1,6 @@
 // guardHostRoutes through a host app that is not the demo: its own routes beside the plugin answer
 // with the plugin's headers, Request-Id, Origin and Host checks, and problem+json errors.
-import { connect } from 'node:net'
+import { rawExchange } from './helpers/raw-http.js'
 import t from 'tap'
 import Fastify from 'fastify'
 import { Type } from '@sinclair/typebox'
@@ -108,14 +108,3 @@ t.test('an HTTP/1.1 request without Host is a 400 problem naming Host; HTTP/1.0 
   t.match(JSON.parse(body), { status: 400, instance: '/health', invalidParams: [{ name: 'Host', reason: 'is required in HTTP/1.1 (RFC 9112 §3.2)' }] })
   t.match(await rawExchange(port, 'GET /health HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 OK\r\n/)
 })
-
-/** Sends raw bytes and collects everything until the server closes the connection. */
-function rawExchange (port: number, data: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(data))
-    let received = ''
-    socket.on('data', chunk => { received += String(chunk) })
-    socket.on('error', reject)
-    socket.on('close', () => resolve(received))
-  })
-}

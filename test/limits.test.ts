@@ -1,6 +1,6 @@
 // Limits (spec "Limits", "Errors"): query string → 414, body → 413, handler time → 503, and at the
 // socket header size → 431, slow requests → 408, broken HTTP → 400, all as problem+json.
-import { connect } from 'node:net'
+import { rawExchange } from './helpers/raw-http.js'
 import type { Socket } from 'node:net'
 import t from 'tap'
 import Fastify from 'fastify'
@@ -98,17 +98,6 @@ t.test('bad limit options stop registration, naming the option', async t => {
     await t.rejects(buildApp(t, { [name]: value }), { code: 'API_ERR_OPTIONS_INVALID', message: new RegExp(`${name} must be a positive integer`) }, `${name}=${value}`)
   }
 })
-
-/** Sends raw bytes and collects everything until the server closes the connection. */
-function rawExchange (port: number, data: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(data))
-    let received = ''
-    socket.on('data', chunk => { received += String(chunk) })
-    socket.on('error', reject)
-    socket.on('close', () => resolve(received))
-  })
-}
 
 function parse (raw: string) {
   const [head, body] = raw.split('\r\n\r\n')
