@@ -3,10 +3,15 @@
 import type { Static, TObject } from '@sinclair/typebox'
 import type { ResourceShape } from './registry/model.js'
 import type { Store } from './stores/store.js'
+import type { ApplicationRules } from './rules/types.js'
 
 export type { RelationDefinition } from './registry/model.js'
 
-export interface ResourceDefinition<S extends TObject = TObject> extends ResourceShape<S> {
+/**
+ * `P` is the principal the authentication verifiers return, inferred from the rule and hook
+ * functions' parameters (docs/rules.md).
+ */
+export interface ResourceDefinition<S extends TObject = TObject, P = any> extends ResourceShape<S>, ApplicationRules<Static<S>, P> {
   readonly store: Store
 }
 
@@ -18,6 +23,6 @@ export type RecordOf<D> = D extends ResourceDefinition<infer S> ? Static<S> : ne
  * @example
  * const books = defineResource({ name: 'books', singular: 'book', schema: Book, store })
  */
-export function defineResource<S extends TObject> (definition: ResourceDefinition<S>): ResourceDefinition<S> {
+export function defineResource<S extends TObject, P = any> (definition: ResourceDefinition<S, P>): ResourceDefinition<S, P> {
   return definition
 }

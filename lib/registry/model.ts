@@ -1,6 +1,7 @@
 // ResourceModel: everything registration learns about one resource, read by routes, queries and
 // stores. Pure data; built by registry/index.ts from a ResourceDefinition.
 import type { TObject, TSchema } from '@sinclair/typebox'
+import type { FilterNode } from '../query/filter/ast.js'
 
 /** The scalar kinds queries understand; `json` is an object or array (filterable only by null). */
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'datetime' | 'json'
@@ -43,6 +44,13 @@ export interface ResourceModel {
   readonly generateId: () => string
   /** The resource's own If-Match requirement; undefined defers to the plugin option. */
   readonly requireIfMatch?: boolean
+  /**
+   * Set on a caller's view of a resource (rules/view.ts): only records matching this filter exist
+   * in it. Stores AND it into every read of the model, also where a relation of another reaches it.
+   */
+  readonly visible?: FilterNode
+  /** The registered model a view was made from; unset on the registered model itself. */
+  readonly base?: ResourceModel
 }
 
 export interface RelationDefinition {

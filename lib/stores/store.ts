@@ -26,6 +26,14 @@ export interface Page {
   readonly total?: number
 }
 
+export interface ReadOptions {
+  /**
+   * Inside a transaction: lock the record against other writers until the transaction ends
+   * (`SELECT … FOR UPDATE`). Outside one it only reads.
+   */
+  readonly lock?: boolean
+}
+
 export interface WriteOptions {
   /** Compare-and-set: write only when the stored version still equals this. */
   readonly ifVersion?: number
@@ -34,9 +42,15 @@ export interface WriteOptions {
 /** What `update`/`remove` report when `ifVersion` no longer matches. */
 export const VERSION_MISMATCH = Symbol('version mismatch')
 
+/**
+ * Every read honours `model.visible` (a caller's view, rules/view.ts): only records matching it
+ * exist, in `list`, `get` and `getMany`, and where a filter path reaches the model through a
+ * relation of another one. Writes take the registered model and ignore it: the plugin checks
+ * rules before it writes.
+ */
 export interface Store {
   list (model: ResourceModel, query: ListQuery): Promise<Page>
-  get (model: ResourceModel, id: string): Promise<StoredRecord | null>
+  get (model: ResourceModel, id: string, options?: ReadOptions): Promise<StoredRecord | null>
   /** Records with the given values in `field` (batched lookups for expand/include), in no set order. */
   getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]>
   /** `fields` includes the id; the caller assigns it. */
@@ -44,6 +58,12 @@ export interface Store {
   /** Replaces all fields; null when the id does not exist. */
   update (model: ResourceModel, id: string, fields: Fields, how?: WriteOptions): Promise<StoredRecord | null | typeof VERSION_MISMATCH>
   remove (model: ResourceModel, id: string, how?: WriteOptions): Promise<boolean | typeof VERSION_MISMATCH>
+  /**
+   * Runs `work` as one transaction: what it does through the store it receives is kept together or
+   * not at all (undone when `work` throws). Serialization failures and deadlocks are retried a few
+   * times, so `work` must be safe to run again. A transaction inside one joins it.
+   */
+  transaction<T> (work: (store: Store) => Promise<T>): Promise<T>
   /**
    * Optional: called once at start-up with the models the store serves, so that a store that
    * must check or create tables fails start-up, not requests, when it cannot serve a schema.
