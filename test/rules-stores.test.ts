@@ -18,12 +18,24 @@ const connectionString = process.env.DATABASE_URL
 const schemas = connectionString === undefined ? undefined : runSchemas(t, connectionString)
 let schemaCount = 0
 
-const stores: Array<[string, () => Promise<Store>]> = [
+/** A store, closed (with what it runs on) when the test ends. */
+type Opener = (t: { teardown: (fn: () => unknown) => void }) => Promise<Store>
+
+const stores: Array<[string, Opener]> = [
   ['memory', async () => memoryStore()],
-  ['PGlite', async () => await pgliteStore({ db: await openPglite() })]
+  ['PGlite', async t => {
+    const db = await openPglite()
+    // The store leaves closing a given instance to its owner.
+    t.teardown(() => db.close())
+    return await pgliteStore({ db })
+  }]
 ]
 if (connectionString !== undefined && schemas !== undefined) {
-  stores.push(['PostgreSQL', async () => await postgresStore({ connectionString, schema: `${schemas.prefix}_${++schemaCount}` })])
+  stores.push(['PostgreSQL', async t => {
+    const store = await postgresStore({ connectionString, schema: `${schemas.prefix}_${++schemaCount}` })
+    t.teardown(() => store.close())
+    return store
+  }])
 }
 
 /** Every page of a LIST, following `next` links. */
@@ -49,8 +61,7 @@ const sorts = fc.constantFrom(undefined, 'title', '-title', 'private,-title', '-
 
 for (const [name, makeStore] of stores) {
   t.test(`${name}: a caller's LIST is the unrestricted LIST filtered by its rule`, async t => {
-    const store = await makeStore()
-    t.teardown(() => store.close())
+    const store = await makeStore(t)
     const { app, post } = await build(t, store)
     for (let i = 0; i < 24; i++) await post(i % 3 === 0 ? 'bob' : 'ann', { title: `p ${i}`, private: i % 4 < 2 })
     await fc.assert(fc.asyncProperty(filters, sorts, fc.integer({ min: 1, max: 9 }), async (filter, sort, pageSize) => {
@@ -64,8 +75,7 @@ for (const [name, makeStore] of stores) {
   })
 
   t.test(`${name}: 50 parallel creates keep the derived count exact`, async t => {
-    const store = await makeStore()
-    t.teardown(() => store.close())
+    const store = await makeStore(t)
     const { app, topic } = await build(t, store)
     const created = await Promise.all(Array.from({ length: 50 }, (_, i) =>
       app.inject({ method: 'POST', url: '/v1/posts', headers: asJson(i % 2 === 0 ? 'ann' : 'bob'), payload: { topicId: topic.id, title: `parallel ${i}` } })))
