@@ -1,6 +1,7 @@
 // Row rules on every store (docs/rules.md): a caller's LIST, for any filter, sort and page size,
 // walked page by page, equals the unrestricted LIST filtered by the caller's rule, on memory,
-// PGlite and PostgreSQL (when DATABASE_URL is set); 50 parallel writes keep a derived count exact;
+// PGlite and PostgreSQL (when DATABASE_URL is set); 50 parallel writes keep a derived count exact,
+// a hook failing halfway leaves nothing written;
 // and on PostgreSQL a ruled LIST is one statement whose plan reads an index.
 import t from 'tap'
 import fc from 'fast-check'
@@ -81,6 +82,17 @@ for (const [name, makeStore] of stores) {
       app.inject({ method: 'POST', url: '/v1/posts', headers: asJson(i % 2 === 0 ? 'ann' : 'bob'), payload: { topicId: topic.id, title: `parallel ${i}` } })))
     t.same([...new Set(created.map(res => res.statusCode))], [201])
     t.equal((await app.inject({ url: `/v1/topics/${topic.id}`, headers: as('root') })).json().data.topic.postCount, 53)
+  })
+
+  t.test(`${name}: a hook failing halfway leaves both resources unchanged`, async t => {
+    const { app, topic } = await build(t, await makeStore(t))
+    const before = await app.inject({ url: `/v1/topics/${topic.id}?expand=posts`, headers: as('root') })
+    // afterWrite updates the topic's count, then throws.
+    const failed = await app.inject({ method: 'POST', url: '/v1/posts', headers: asJson('ann'), payload: { topicId: topic.id, title: 'explode after' } })
+    t.equal(failed.statusCode, 500)
+    const after = await app.inject({ url: `/v1/topics/${topic.id}?expand=posts`, headers: as('root') })
+    t.same(after.json(), before.json())
+    t.equal(after.headers.etag, before.headers.etag)
   })
 }
 
