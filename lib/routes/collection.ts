@@ -39,6 +39,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
       const id = model.generateId()
       const data = withServerValues(rules, normalizeRecord(model, { ...body, [model.idField]: id }), 'create', principal, null)
       const record = await steps.run(async tx => {
+        await steps.requireVisibleReferences(tx, request, data)
         await steps.before(tx, request, 'create', id, data, null)
         const created = await tx.create(model, data)
         await steps.requireWritable(tx, request, id, `You may not create this ${model.singular}.`)

@@ -123,6 +123,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
         const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
         await steps.requireWritable(tx, request, id, refusal)
         const data = withServerValues(rules, normalizeRecord(model, next(current)), operation, principal, current.data)
+        await steps.requireVisibleReferences(tx, request, data)
         await steps.before(tx, request, operation, id, data, current)
         const result = await tx.update(model, id, data, { ifVersion: current.version })
         if (result !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) {

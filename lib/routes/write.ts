@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import { ForbiddenError } from '../errors.js'
+import { missingRelatedError } from '../stores/referential.js'
 import { transactionHandle, writeEvent } from '../rules/write.js'
 import type { WriteOperation } from '../rules/types.js'
 import type { RouteContext } from './context.js'
@@ -31,6 +32,18 @@ export function writeSteps (model: ResourceModel, context: RouteContext) {
     run: <T>(work: (tx: Store) => Promise<T>): Promise<T> => transactional ? store.transaction(work) : work(store),
     /** The resource as the caller sees it. */
     view: (request: FastifyRequest): ResourceModel => context.views.forCaller(request.principal)(model),
+    /**
+     * A related record the caller cannot see is, for it, one that does not exist: the same 422 as
+     * for a made-up id (the store's own check knows no callers). Only where a view hides rows.
+     */
+    async requireVisibleReferences (tx: Store, request: FastifyRequest, data: Fields): Promise<void> {
+      const view = context.views.forCaller(request.principal)(model)
+      for (const relation of view.relations.values()) {
+        const value = data[relation.field]
+        if (relation.kind !== 'one' || relation.target.visible === undefined || value === null || value === undefined) continue
+        if (await tx.get(relation.target, String(value)) === null) throw missingRelatedError(relation, value)
+      }
+    },
     /** 403 unless record `id`, as it stands in `tx`, is among those the caller may change (rules.write). */
     async requireWritable (tx: Store, request: FastifyRequest, id: string, refusal: string): Promise<void> {
       if (!checksResult) return

@@ -75,8 +75,9 @@ export interface WriteEvent<T, P> {
 }
 
 /**
- * Both run inside the write's transaction, for every path that writes (never for reads). Throw a
- * `RuleViolation` to refuse the write with a problem; any throw leaves nothing written.
+ * Both run inside the write's transaction, for every path that writes (never for reads). Throw one
+ * of the package's `errors` (ConflictError, UnprocessableError …, with `errors.withInvalidParams`
+ * naming fields) to refuse the write with that problem; any throw leaves nothing written.
  */
 export interface WriteHooks<T, P> {
   /** Business rules: what must hold before the write. */
