@@ -61,11 +61,11 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     typeBase: options.problemTypeBase ?? `${prefix}/problems/`,
     allowedMethods: path => routes.allowedAt(path)
   })
-  installPipeline(app, buildPipeline(app, options, models))
+  installPipeline(app, buildPipeline(app, options, models, context))
   routeUnmetExpectations(app.server, prefix)
   registerPreflightRoute(app)
   // Before the resource routes, or they go undocumented.
-  await registerOpenApi(app, options, models, schemaOptionsFor(context))
+  await registerOpenApi(app, options, models, schemaOptionsFor(context), rulesOf)
 
   app.addSchema({ $id: 'Problem', ...problemSchema })
   const refOf = (model: ResourceModel) => `${schemaNames(model).resource}#`

@@ -35,7 +35,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
       const view = steps.view(request)
       const { principal } = request
       const body = request.body as Fields
-      checkWritableFields(view, rules, principal, body)
+      checkWritableFields(rules, principal, body)
       const id = model.generateId()
       const data = withServerValues(rules, normalizeRecord(model, { ...body, [model.idField]: id }), 'create', principal, null)
       const record = await steps.run(async tx => {

@@ -116,7 +116,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     checkIdUnchanged(model, body, id)
     const view = steps.view(request)
     const { principal } = request
-    checkWritableFields(view, rules, principal, body)
+    checkWritableFields(rules, principal, body)
     const written = await steps.run(async tx => {
       for (let attempt = 1; attempt <= modifyAttempts; attempt++) {
         const { record, preconditions } = await currentFor(request, tx, view, id)

@@ -5,9 +5,12 @@ import { FilterSyntaxError, parseFilter } from '../query/filter/parser.js'
 import { checkFilter, FilterTypeError } from '../query/filter/check.js'
 import type { ResourceModel } from '../registry/model.js'
 import { ResourceInvalidError } from '../errors.js'
-import type { ApplicationRules, FieldRule, RowRule, ServerValue, WriteHooks } from './types.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
+import type { ApplicationRules, FieldRule, ResourceRules, RowRule, ServerValue, WriteHooks } from './types.js'
 
 type Principal = unknown
+
+const ruleKeys = knownKeys({ read: true, write: true, fields: true } satisfies Record<keyof ResourceRules<unknown, unknown>, true>)
 
 /** A row rule for one caller: the filter text with its placeholders filled in, and that text checked. */
 export interface BoundRule { readonly text: string, readonly filter: FilterNode }
@@ -87,6 +90,7 @@ export function compileRules (model: ResourceModel, definition: ApplicationRules
   const { rules = {}, serverValues = {}, hooks = {} } = definition
   if (definition.rules === undefined && definition.serverValues === undefined && definition.hooks === undefined) return null
   const where = `${model.name}`
+  refuseUnknownKeys(rules, ruleKeys, `${where}.rules`, message => new ResourceInvalidError(where, message))
   const rowRule = (rule: RowRule<Principal> | undefined, name: string) => {
     if (rule === undefined || rule === '') return null
     if (typeof rule !== 'string' && typeof rule !== 'function') throw new ResourceInvalidError(`${where}.rules.${name}`, 'must be a filter string or a function of the principal returning one')

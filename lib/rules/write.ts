@@ -10,20 +10,42 @@ import { queryParameters } from '../query/parameters.js'
 import { withTieBreaker } from '../query/list-query.js'
 import { normalizeRecord } from '../routes/shared.js'
 import type { ModelRules } from './compile.js'
+import { createSchema, modifySchema, replaceSchema } from '../registry/derive.js'
+import { toInvalidParams } from '../validation.js'
+import type { ValidateFunction } from '../validation.js'
+import type { ErrorObject } from 'ajv'
+import type { preValidationHookHandler } from 'fastify'
+import type { RouteContext } from '../routes/context.js'
 import type { Transaction, WriteEvent, WriteOperation } from './types.js'
 
 type Principal = unknown
 
+const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
+
 /**
- * A body naming a field the caller may not read gets what a made-up name gets; one naming a field
- * it may read but not write is refused by name. `view` is the caller's view of the resource.
+ * The body of a write, validated against the caller's view of the schema before the route's own
+ * validation, for a resource with field rules: a field the caller may not read is then refused
+ * exactly as a made-up name is, in the same list as every other problem (no oracle).
  */
-export function checkWritableFields (view: ResourceModel, rules: ModelRules | null, principal: Principal, body: Fields): void {
+export function callerBodyCheck (model: ResourceModel, operation: keyof typeof bodySchemas, context: RouteContext): preValidationHookHandler | undefined {
+  if ((context.rulesOf(model)?.fields.size ?? 0) === 0) return undefined
+  const validators = new WeakMap<ResourceModel, ValidateFunction>()
+  return function checkCallerBody (request, _reply, done) {
+    const view = context.views.forCaller(request.principal)(model)
+    if (view.hidden === undefined) return done()
+    let validate = validators.get(view)
+    if (validate === undefined) validators.set(view, validate = context.ajv.compile(bodySchemas[operation](view)))
+    // Ajv sets `errors` whenever validation fails.
+    done(validate(request.body) ? undefined : withInvalidParams(new BodyInvalidError(), toInvalidParams(validate.errors as ErrorObject[])))
+  }
+}
+
+/** A body naming a field the caller may read but not write is refused by name. */
+export function checkWritableFields (rules: ModelRules | null, principal: Principal, body: Fields): void {
   if (rules === null || rules.fields.size === 0) return
   const problems: InvalidParam[] = []
   for (const name of Object.keys(body)) {
-    if (view.hidden?.has(name) === true) problems.push({ name, reason: 'is not a field of this resource' })
-    else if (rules.fields.get(name)?.write?.(principal) === false) problems.push({ name, reason: 'may not be written by this caller' })
+    if (rules.fields.get(name)?.write?.(principal) === false) problems.push({ name, reason: 'may not be written by this caller' })
   }
   if (problems.length > 0) throw withInvalidParams(new BodyInvalidError(), problems)
 }
