@@ -1,7 +1,7 @@
 // A multi-tenant API (docs/rules.md): every row belongs to a tenant, set by the server from the
 // caller; each caller sees and changes only its own tenant's rows, and a project's taskCount
 // follows its tasks in the same transaction as each task write.
-// Run it: PORT=3000 node --import @tapjs/typescript/import docs/examples/multi-tenant.ts
+// Run it from the repository: TS_NODE_TRANSPILE_ONLY=1 PORT=3000 node --import @tapjs/typescript/import docs/examples/multi-tenant.ts
 // (an application imports from 'fastify-api-conventions' rather than '../../lib/index.js').
 import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
