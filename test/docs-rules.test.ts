@@ -1,7 +1,8 @@
 // docs/rules.md's multi-tenant example (docs/examples/multi-tenant.ts), over HTTP: one tenant's
 // rows do not exist for another on any path (lists and totals, items, nested collections, expand,
-// include, related-path filters, writes), tenantId is the server's, taskCount follows the tasks,
-// and the page shows the program exactly as it is.
+// include, related-path filters, writes), tenantId is the server's, taskCount follows the tasks
+// (also under parallel writes on PGlite and PostgreSQL, when DATABASE_URL is set), and the page
+// shows the program exactly as it is.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
@@ -10,9 +11,11 @@ import type { Test } from 'tap'
 import Fastify from 'fastify'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import apiConventions, { defineResource, memoryStore } from '../lib/index.js'
+import apiConventions, { defineResource, memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
 import { buildApp, Task } from '../docs/examples/multi-tenant.js'
+import { openPglite } from './stores/pglite-db.js'
+import { runSchemas } from './stores/run-schemas.js'
 
 const tokens = { acme: 'acme-ann-token', globex: 'globex-gus-token' } as const
 type Tenant = keyof typeof tokens
@@ -250,6 +253,39 @@ t.test('rows linked across tenants outside the API still do not show through rel
   t.equal(included.statusCode, 200)
   t.notOk('links' in included.json(), 'globex\'s include: no link')
 })
+
+const connectionString = process.env.DATABASE_URL
+const sqlStores: Array<[string, (t: Test) => Promise<Store>]> = [
+  ['PGlite', async t => {
+    const db = await openPglite()
+    t.teardown(() => db.close())
+    return await pgliteStore({ db })
+  }],
+  ['PostgreSQL', async t => await postgresStore({ connectionString, schema: `${runSchemas(t, connectionString).prefix}_tenants` })]
+]
+
+for (const [name, makeStore] of sqlStores) {
+  const skip = name === 'PostgreSQL' && connectionString === undefined && 'DATABASE_URL is not set'
+  t.test(`${name}: tenants stay apart, and taskCount stays exact under parallel writes`, { skip }, async t => {
+    const { app, roadmap, plan, ledger, audit } = await fixture(t, await makeStore(t))
+    t.same(idsOf(await call(app, 'globex', 'GET', '/v1/tasks?total=true'), 'tasks'), [audit.id])
+    sameNotFound(t, await call(app, 'globex', 'PATCH', `/v1/tasks/${plan.id}`, { done: true }), await call(app, 'globex', 'PATCH', `/v1/tasks/${madeUp}`, { done: true }), plan.id, 'PATCH of acme\'s task')
+    t.equal((await call(app, 'globex', 'POST', '/v1/tasks', { projectId: roadmap.id, title: 'Sneak in' })).statusCode, 422)
+
+    const creates = await Promise.all(Array.from({ length: 24 }, (_, i) => i % 2 === 0
+      ? call(app, 'acme', 'POST', '/v1/tasks', { projectId: roadmap.id, title: `acme ${i}` })
+      : call(app, 'globex', 'POST', '/v1/tasks', { projectId: ledger.id, title: `globex ${i}` })))
+    t.same([...new Set(creates.map(res => res.statusCode))], [201])
+    t.equal((await read(app, 'acme', `/v1/projects/${roadmap.id}`)).taskCount, 14)
+    t.equal((await read(app, 'globex', `/v1/projects/${ledger.id}`)).taskCount, 13)
+
+    const acmeTasks = creates.filter((_, i) => i % 2 === 0).map(res => res.json().data.task as Item)
+    const deletes = await Promise.all(acmeTasks.slice(0, 6).map(task => call(app, 'acme', 'DELETE', `/v1/tasks/${task.id}`)))
+    t.same([...new Set(deletes.map(res => res.statusCode))], [204])
+    t.equal((await read(app, 'acme', `/v1/projects/${roadmap.id}`)).taskCount, 8)
+    t.equal((await call(app, 'acme', 'GET', `/v1/projects/${roadmap.id}/tasks?total=true`)).json().meta.total, 8)
+  })
+}
 
 t.test('every route needs a caller', async t => {
   const { app } = await fixture(t)
