@@ -336,6 +336,165 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
     })
   })
 
+  t.test('transactions', async t => {
+    /** Every record of both resources with its version, in id order. */
+    const snapshot = async (store: Store, { authors, books }: Models) => {
+      const all = async (model: ResourceModel) => (await store.list(model, listQuery(model))).items.map(record => [record.data, record.version])
+      return { authors: await all(authors), books: await all(books) }
+    }
+
+    t.test('commit keeps every write; the transaction answers what its work returns', async t => {
+      const { store, authors, books } = await fresh(t)
+      const result = await store.transaction(async tx => {
+        await tx.create(authors, { id: 'a5', name: 'New', born: null, country: null })
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Changed', authorId: 'a5' })
+        await tx.remove(books, 'b10')
+        return 'done'
+      })
+      t.equal(result, 'done')
+      t.equal((await store.get(authors, 'a5'))?.data.name, 'New')
+      t.match(await store.get(books, 'b01'), { data: { title: 'Changed', authorId: 'a5' }, version: 2 })
+      t.equal(await store.get(books, 'b10'), null)
+    })
+
+    t.test('a throw undoes every write of the transaction, across resources, and is rethrown as it was', async t => {
+      const { store, authors, books } = await fresh(t)
+      const models = { authors, books }
+      // Sorted reads before, so that kept orders must be put back too.
+      await store.list(books, listQuery(books, { sort: '-year' }))
+      await store.list(authors, listQuery(authors, { sort: 'name' }))
+      const before = await snapshot(store, models)
+      const failure = new Error('changed my mind')
+      await t.rejects(store.transaction(async tx => {
+        await tx.create(authors, { id: 'a5', name: 'New', born: null, country: null })
+        await tx.create(books, { ...BOOKS[0], id: 'b11', authorId: 'a5' })
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Once' })
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Twice', year: 3000 })
+        await tx.update(authors, 'a4', { ...AUTHORS[3], name: 'Aaron' })
+        await tx.remove(books, 'b10')
+        await tx.remove(authors, 'a4')
+        await tx.create(books, { ...BOOKS[1], id: 'b12' })
+        await tx.remove(books, 'b12')
+        throw failure
+      }), failure)
+      t.same(await snapshot(store, models), before, 'records and versions as before')
+      t.same(idsOf((await store.list(books, listQuery(books, { sort: '-year' }))).items), ['b08', 'b06', 'b10', 'b04', 'b01', 'b09', 'b03', 'b05', 'b07', 'b02'], 'orders as before')
+      t.same(idsOf((await store.list(authors, listQuery(authors, { sort: 'name' }))).items), ['a1', 'a4', 'a2', 'a3'])
+      let caught: unknown
+      await store.transaction(async () => { throw failure }).catch((error: unknown) => { caught = error })
+      t.equal(caught, failure, 'the very error work threw')
+    })
+
+    t.test('reads through the store a transaction hands out see its own writes', async t => {
+      const { store, authors, books } = await fresh(t)
+      await store.transaction(async tx => {
+        await tx.create(authors, { id: 'a5', name: 'New', born: null, country: null })
+        await tx.update(books, 'b02', { ...BOOKS[1], authorId: 'a5' })
+        await tx.remove(books, 'b03')
+        t.equal((await tx.get(authors, 'a5'))?.data.name, 'New')
+        t.equal((await tx.get(books, 'b02', { lock: true }))?.version, 2)
+        t.equal(await tx.get(books, 'b03'), null)
+        t.same(idsOf((await tx.list(authors, listQuery(authors, { filter: "books/title eq 'beta'" }))).items), ['a5'])
+        t.same(idsOf(await tx.getMany(books, 'authorId', ['a5'])), ['b02'])
+      })
+    })
+
+    t.test('a transaction inside one joins it: committed together, undone together', async t => {
+      const { store, authors } = await fresh(t)
+      const made = await store.transaction(async tx => await tx.transaction(async inner => await inner.create(authors, { id: 'a5', name: 'In', born: null, country: null })))
+      t.equal(made.data.id, 'a5')
+      t.ok(await store.get(authors, 'a5'), 'committed')
+      await t.rejects(store.transaction(async tx => {
+        await tx.transaction(async inner => {
+          await inner.create(authors, { id: 'a6', name: 'In', born: null, country: null })
+          await inner.update(authors, 'a5', { id: 'a5', name: 'Renamed', born: null, country: null })
+        })
+        throw new Error('outer fails')
+      }), { message: 'outer fails' })
+      t.equal(await store.get(authors, 'a6'), null, 'the inner write is undone with the outer one')
+      t.equal((await store.get(authors, 'a5'))?.data.name, 'In')
+    })
+
+    t.test('constraint errors inside a transaction are what they are outside, and undo the transaction', async t => {
+      const { store, authors, books } = await fresh(t)
+      const cases: ReadonlyArray<readonly [string, (tx: Store) => Promise<unknown>, { code: string, [k: string]: unknown }]> = [
+        ['a missing related record', async tx => await tx.create(books, { ...BOOKS[0], id: 'x', authorId: 'ghost' }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'authorId' }] }],
+        ['a missing related record on update', async tx => await tx.update(books, 'b02', { ...BOOKS[1], editorId: 'ghost' }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'editorId' }] }],
+        ['a parent with children', async tx => await tx.remove(authors, 'a3'), { statusCode: 409, code: 'API_ERR_CONFLICT', message: /still has/ }],
+        ['a duplicate id', async tx => await tx.create(authors, { ...AUTHORS[0], name: 'Twin' }), { statusCode: 409, code: 'API_ERR_CONFLICT', message: /id already exists/ }]
+      ]
+      for (const [name, step, expected] of cases) {
+        await t.rejects(store.transaction(async tx => {
+          await tx.update(books, 'b01', { ...BOOKS[0], title: 'Before the failure' })
+          await tx.create(authors, { id: 'a9', name: 'Before', born: null, country: null })
+          await step(tx)
+        }), expected, name)
+        t.equal((await store.get(books, 'b01'))?.data.title, 'Alpha', `${name}: the write before it is undone`)
+        t.equal(await store.get(authors, 'a9'), null)
+      }
+      t.equal((await store.get(authors, 'a1'))?.data.name, 'Ann')
+    })
+
+    t.test('read, then write what it read, in 50 parallel transactions: no update is lost', async t => {
+      const { store, books } = await fresh(t)
+      await Promise.all(Array.from({ length: 50 }, async () => await store.transaction(async tx => {
+        const counter = await tx.get(books, 'b01', { lock: true }) as StoredRecord
+        return await tx.update(books, 'b01', { ...counter.data, year: (counter.data.year as number) + 1 })
+      })))
+      t.match(await store.get(books, 'b01'), { data: { year: 2001 + 50 }, version: 51 })
+    })
+
+    t.test('writes outside a running transaction wait for it: they never land between its steps', async t => {
+      const { store, authors, books } = await fresh(t)
+      let release!: () => void
+      const gate = new Promise<void>(resolve => { release = resolve })
+      let begun!: () => void
+      const started = new Promise<void>(resolve => { begun = resolve })
+      const running = store.transaction(async tx => {
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Inside' })
+        begun()
+        await gate
+        throw new Error('undone')
+      })
+      await started
+      const outside = Promise.all([
+        store.update(books, 'b01', { ...BOOKS[0], title: 'Outside' }),
+        store.create(authors, { id: 'a5', name: 'Outside', born: null, country: null }),
+        store.remove(books, 'b10')
+      ])
+      await new Promise(resolve => setTimeout(resolve, 50))
+      release()
+      await t.rejects(running, { message: 'undone' })
+      const [updated, created, removed] = await outside
+      t.match(updated, { data: { title: 'Outside' }, version: 2 }, 'written on the record as the transaction left it')
+      t.match(created, { data: { id: 'a5' }, version: 1 })
+      t.equal(removed, true)
+      t.match(await store.get(books, 'b01'), { data: { title: 'Outside' }, version: 2 })
+      t.ok(await store.get(authors, 'a5'))
+      t.equal(await store.get(books, 'b10'), null)
+    })
+
+    t.test('a transaction may be the first thing a store does; a locked read outside one only reads', async t => {
+      const { store, authors, books } = await fresh(t, false)
+      await store.transaction(async tx => {
+        await tx.create(authors, AUTHORS[0])
+        await tx.create(books, BOOKS[1])
+      })
+      t.same((await store.get(books, 'b02', { lock: true }))?.data, BOOKS[1])
+      t.equal(await store.get(books, 'nope', { lock: true }), null)
+      t.equal(await store.get(books, 'b02\u0000', { lock: true }), null)
+    })
+
+    t.test('closing the store a transaction hands out closes nothing', async t => {
+      const { store, authors } = await fresh(t)
+      await store.transaction(async tx => {
+        await tx.close()
+        t.ok(await tx.get(authors, 'a1'))
+      })
+      t.ok(await store.get(authors, 'a1'))
+    })
+  })
+
   t.test('referential rules', async t => {
     t.test('a reference to a missing parent is 422 naming the field, on create and update', async t => {
       const { store, books } = await fresh(t)
