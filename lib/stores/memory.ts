@@ -99,7 +99,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
    * on the registered model, as any filter of that model (and cached with them).
    */
   function visiblePredicate (view: ResourceModel): Predicate {
-    return predicateFor(view.base ?? view, view.visible as FilterNode)
+    return predicateFor(view.base as ResourceModel, view.visible as FilterNode)
   }
 
   /** A filter on a view, whose related paths may reach views: cached per view, apart from the registered model's. */
