@@ -53,7 +53,8 @@ const memoryStoreKeys = knownKeys({ now: true } satisfies Record<keyof MemorySto
 
 /**
  * Transactions run one at a time; while one runs, writes made outside it wait until it ends, so
- * they never interleave with its steps. Reads are not held back: they may see a transaction's
+ * they never interleave with its steps (work must write through the store it receives: a write
+ * on this one would wait for itself). Reads are not held back: they may see a transaction's
  * writes before it ends (and writes it then undoes). `get`'s `lock` changes nothing here.
  */
 export function memoryStore (options: MemoryStoreOptions = {}): Store {
@@ -99,7 +100,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
    * on the registered model, as any filter of that model (and cached with them).
    */
   function visiblePredicate (view: ResourceModel): Predicate {
-    return predicateFor(view.base ?? view, view.visible as FilterNode)
+    return predicateFor(view.base as ResourceModel, view.visible as FilterNode)
   }
 
   /** A filter on a view, whose related paths may reach views: cached per view, apart from the registered model's. */

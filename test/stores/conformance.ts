@@ -3,13 +3,14 @@
 // Covers CRUD, versions and compare-and-set, referential 422/409, each filter operator and
 // function, OData null rules, related paths through 'one' and 'many' relations, sorting with
 // NULL lowest and the id tie-break, offset and keyset windows, totals and getMany; date-times
-// kept as UTC instants to the millisecond, and tolower/toupper with full Unicode case mapping.
+// kept as UTC instants to the millisecond, and tolower/toupper with full Unicode case mapping;
+// transactions, and callers' views (model.visible) honoured by every read.
 import { Type } from '@sinclair/typebox'
 import type { Test } from 'tap'
 import fc from 'fast-check'
 import { buildRegistry } from '../../lib/registry/index.js'
 import { defineResource } from '../../lib/define.js'
-import type { ResourceModel } from '../../lib/registry/model.js'
+import type { RelationModel, ResourceModel } from '../../lib/registry/model.js'
 import { parseFilter } from '../../lib/query/filter/parser.js'
 import { checkFilter } from '../../lib/query/filter/check.js'
 import { withTieBreaker } from '../../lib/query/list-query.js'
@@ -119,6 +120,26 @@ export function listQuery (model: ResourceModel, options: QueryOptions = {}): Li
     limit: options.limit ?? 100,
     total: options.total ?? false
   }
+}
+
+/**
+ * A caller's view of a model, as rules/view.ts makes one: only records matching `visible` exist
+ * in it; `fields` keeps fewer fields. Its relations reach the registered targets until repointed.
+ */
+export function viewOf (model: ResourceModel, visible?: string, fields?: readonly string[]): ResourceModel {
+  return {
+    ...model,
+    ...(visible === undefined ? {} : { visible: checkFilter(parseFilter(visible), model) }),
+    base: model,
+    fields: fields === undefined ? model.fields : new Map([...model.fields].filter(([name]) => fields.includes(name))),
+    relations: new Map(model.relations)
+  }
+}
+
+/** Points a relation of a view (made by viewOf) at a view of its target. */
+export function repoint (view: ResourceModel, relation: string, target: ResourceModel): void {
+  const relations = view.relations as Map<string, RelationModel>
+  relations.set(relation, { ...relations.get(relation) as RelationModel, target })
 }
 
 const idsOf = (records: readonly StoredRecord[]) => records.map(record => record.data.id)
@@ -334,6 +355,288 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       t.equal(await store.get(books, 'b10'), null)
       t.equal(await store.remove(books, 'b10'), false)
     })
+  })
+
+  t.test('transactions', async t => {
+    /** Every record of both resources with its version, in id order. */
+    const snapshot = async (store: Store, { authors, books }: Models) => {
+      const all = async (model: ResourceModel) => (await store.list(model, listQuery(model))).items.map(record => [record.data, record.version])
+      return { authors: await all(authors), books: await all(books) }
+    }
+
+    t.test('commit keeps every write; the transaction answers what its work returns', async t => {
+      const { store, authors, books } = await fresh(t)
+      const result = await store.transaction(async tx => {
+        await tx.create(authors, { id: 'a5', name: 'New', born: null, country: null })
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Changed', authorId: 'a5' })
+        await tx.remove(books, 'b10')
+        return 'done'
+      })
+      t.equal(result, 'done')
+      t.equal((await store.get(authors, 'a5'))?.data.name, 'New')
+      t.match(await store.get(books, 'b01'), { data: { title: 'Changed', authorId: 'a5' }, version: 2 })
+      t.equal(await store.get(books, 'b10'), null)
+    })
+
+    t.test('a throw undoes every write of the transaction, across resources, and is rethrown as it was', async t => {
+      const { store, authors, books } = await fresh(t)
+      const models = { authors, books }
+      // Sorted reads before, so that kept orders must be put back too.
+      await store.list(books, listQuery(books, { sort: '-year' }))
+      await store.list(authors, listQuery(authors, { sort: 'name' }))
+      const before = await snapshot(store, models)
+      const failure = new Error('changed my mind')
+      await t.rejects(store.transaction(async tx => {
+        await tx.create(authors, { id: 'a5', name: 'New', born: null, country: null })
+        await tx.create(books, { ...BOOKS[0], id: 'b11', authorId: 'a5' })
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Once' })
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Twice', year: 3000 })
+        await tx.update(authors, 'a4', { ...AUTHORS[3], name: 'Aaron' })
+        await tx.remove(books, 'b10')
+        await tx.remove(authors, 'a4')
+        await tx.create(books, { ...BOOKS[1], id: 'b12' })
+        await tx.remove(books, 'b12')
+        throw failure
+      }), failure)
+      t.same(await snapshot(store, models), before, 'records and versions as before')
+      t.same(idsOf((await store.list(books, listQuery(books, { sort: '-year' }))).items), ['b08', 'b06', 'b10', 'b04', 'b01', 'b09', 'b03', 'b05', 'b07', 'b02'], 'orders as before')
+      t.same(idsOf((await store.list(authors, listQuery(authors, { sort: 'name' }))).items), ['a1', 'a4', 'a2', 'a3'])
+      let caught: unknown
+      await store.transaction(async () => { throw failure }).catch((error: unknown) => { caught = error })
+      t.equal(caught, failure, 'the very error work threw')
+    })
+
+    t.test('reads through the store a transaction hands out see its own writes', async t => {
+      const { store, authors, books } = await fresh(t)
+      await store.transaction(async tx => {
+        await tx.create(authors, { id: 'a5', name: 'New', born: null, country: null })
+        await tx.update(books, 'b02', { ...BOOKS[1], authorId: 'a5' })
+        await tx.remove(books, 'b03')
+        t.equal((await tx.get(authors, 'a5'))?.data.name, 'New')
+        t.equal((await tx.get(books, 'b02', { lock: true }))?.version, 2)
+        t.equal(await tx.get(books, 'b03'), null)
+        t.same(idsOf((await tx.list(authors, listQuery(authors, { filter: "books/title eq 'beta'" }))).items), ['a5'])
+        t.same(idsOf(await tx.getMany(books, 'authorId', ['a5'])), ['b02'])
+      })
+    })
+
+    t.test('a transaction inside one joins it: committed together, undone together', async t => {
+      const { store, authors } = await fresh(t)
+      const made = await store.transaction(async tx => await tx.transaction(async inner => await inner.create(authors, { id: 'a5', name: 'In', born: null, country: null })))
+      t.equal(made.data.id, 'a5')
+      t.ok(await store.get(authors, 'a5'), 'committed')
+      await t.rejects(store.transaction(async tx => {
+        await tx.transaction(async inner => {
+          await inner.create(authors, { id: 'a6', name: 'In', born: null, country: null })
+          await inner.update(authors, 'a5', { id: 'a5', name: 'Renamed', born: null, country: null })
+        })
+        throw new Error('outer fails')
+      }), { message: 'outer fails' })
+      t.equal(await store.get(authors, 'a6'), null, 'the inner write is undone with the outer one')
+      t.equal((await store.get(authors, 'a5'))?.data.name, 'In')
+    })
+
+    t.test('constraint errors inside a transaction are what they are outside, and undo the transaction', async t => {
+      const { store, authors, books } = await fresh(t)
+      const cases: ReadonlyArray<readonly [string, (tx: Store) => Promise<unknown>, { code: string, [k: string]: unknown }]> = [
+        ['a missing related record', async tx => await tx.create(books, { ...BOOKS[0], id: 'x', authorId: 'ghost' }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'authorId' }] }],
+        ['a missing related record on update', async tx => await tx.update(books, 'b02', { ...BOOKS[1], editorId: 'ghost' }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'editorId' }] }],
+        ['a parent with children', async tx => await tx.remove(authors, 'a3'), { statusCode: 409, code: 'API_ERR_CONFLICT', message: /still has/ }],
+        ['a duplicate id', async tx => await tx.create(authors, { ...AUTHORS[0], name: 'Twin' }), { statusCode: 409, code: 'API_ERR_CONFLICT', message: /id already exists/ }]
+      ]
+      for (const [name, step, expected] of cases) {
+        await t.rejects(store.transaction(async tx => {
+          await tx.update(books, 'b01', { ...BOOKS[0], title: 'Before the failure' })
+          await tx.create(authors, { id: 'a9', name: 'Before', born: null, country: null })
+          await step(tx)
+        }), expected, name)
+        t.equal((await store.get(books, 'b01'))?.data.title, 'Alpha', `${name}: the write before it is undone`)
+        t.equal(await store.get(authors, 'a9'), null)
+      }
+      t.equal((await store.get(authors, 'a1'))?.data.name, 'Ann')
+    })
+
+    t.test('read, then write what it read, in 50 parallel transactions: no update is lost', async t => {
+      const { store, books } = await fresh(t)
+      await Promise.all(Array.from({ length: 50 }, async () => await store.transaction(async tx => {
+        const counter = await tx.get(books, 'b01', { lock: true }) as StoredRecord
+        return await tx.update(books, 'b01', { ...counter.data, year: (counter.data.year as number) + 1 })
+      })))
+      t.match(await store.get(books, 'b01'), { data: { year: 2001 + 50 }, version: 51 })
+    })
+
+    t.test('writes outside a running transaction wait for it: they never land between its steps', async t => {
+      const { store, authors, books } = await fresh(t)
+      let release!: () => void
+      const gate = new Promise<void>(resolve => { release = resolve })
+      let begun!: () => void
+      const started = new Promise<void>(resolve => { begun = resolve })
+      const running = store.transaction(async tx => {
+        await tx.update(books, 'b01', { ...BOOKS[0], title: 'Inside' })
+        begun()
+        await gate
+        throw new Error('undone')
+      })
+      await started
+      const outside = Promise.all([
+        store.update(books, 'b01', { ...BOOKS[0], title: 'Outside' }),
+        store.create(authors, { id: 'a5', name: 'Outside', born: null, country: null }),
+        store.remove(books, 'b10')
+      ])
+      await new Promise(resolve => setTimeout(resolve, 50))
+      release()
+      await t.rejects(running, { message: 'undone' })
+      const [updated, created, removed] = await outside
+      t.match(updated, { data: { title: 'Outside' }, version: 2 }, 'written on the record as the transaction left it')
+      t.match(created, { data: { id: 'a5' }, version: 1 })
+      t.equal(removed, true)
+      t.match(await store.get(books, 'b01'), { data: { title: 'Outside' }, version: 2 })
+      t.ok(await store.get(authors, 'a5'))
+      t.equal(await store.get(books, 'b10'), null)
+    })
+
+    t.test('a transaction may be the first thing a store does; a locked read outside one only reads', async t => {
+      const { store, authors, books } = await fresh(t, false)
+      await store.transaction(async tx => {
+        await tx.create(authors, AUTHORS[0])
+        await tx.create(books, BOOKS[1])
+      })
+      t.same((await store.get(books, 'b02', { lock: true }))?.data, BOOKS[1])
+      t.equal(await store.get(books, 'nope', { lock: true }), null)
+      t.equal(await store.get(books, 'b02\u0000', { lock: true }), null)
+    })
+
+    t.test('closing the store a transaction hands out closes nothing', async t => {
+      const { store, authors } = await fresh(t)
+      await store.transaction(async tx => {
+        await tx.close()
+        t.ok(await tx.get(authors, 'a1'))
+      })
+      t.ok(await store.get(authors, 'a1'))
+    })
+  })
+
+  t.test('views', async t => {
+    const { store, authors, books } = await fresh(t)
+    const ids = async (model: ResourceModel, options: QueryOptions = {}) => idsOf((await store.list(model, listQuery(model, options))).items)
+    const check = async (t: Test, model: ResourceModel, cases: ReadonlyArray<readonly [string, readonly string[]]>) => {
+      for (const [filter, expected] of cases) t.same(await ids(model, { filter }), expected, filter)
+    }
+    // Available books (b01 b03 b05 b07 b08) and authors outside GB (a1 a3 a4), reaching each other.
+    const shownBooks = viewOf(books, 'available eq true')
+    const shownAuthors = viewOf(authors, "country ne 'GB'")
+    for (const relation of ['author', 'editor']) repoint(shownBooks, relation, shownAuthors)
+    for (const relation of ['books', 'edited']) repoint(shownAuthors, relation, shownBooks)
+
+    t.test('list, its total and its offset and keyset windows see only the visible records', async t => {
+      t.same(await ids(shownBooks), ['b01', 'b03', 'b05', 'b07', 'b08'])
+      t.same(await ids(shownAuthors), ['a1', 'a3', 'a4'])
+      t.same(await ids(viewOf(books)), BOOKS.map(b => b.id), 'a view without visible sees every record')
+      t.same(await ids(shownBooks, { filter: 'year gt 2000' }), ['b01', 'b08'])
+      const page = async (options: QueryOptions) => {
+        const result = await store.list(shownBooks, listQuery(shownBooks, { sort: 'year', total: true, ...options }))
+        return { ids: idsOf(result.items), hasMore: result.hasMore, total: result.total }
+      }
+      t.same(await page({ limit: 2 }), { ids: ['b07', 'b05'], hasMore: true, total: 5 })
+      t.same(await page({ window: { kind: 'offset', offset: 1 }, limit: 2 }), { ids: ['b05', 'b03'], hasMore: true, total: 5 })
+      t.same(await page({ window: { kind: 'offset', offset: 4 }, limit: 2 }), { ids: ['b08'], hasMore: false, total: 5 })
+      t.same(await page({ window: { kind: 'offset', offset: 6 }, limit: 2 }), { ids: [], hasMore: false, total: 5 })
+      t.same(await page({ filter: 'year gt 2000', limit: 1 }), { ids: ['b01'], hasMore: true, total: 2 })
+      t.same(await page({ window: { kind: 'after', values: [1999, 'b03'] }, limit: 1 }), { ids: ['b01'], hasMore: true, total: 5 })
+      t.same((await walkForward(store, shownBooks, { sort: 'year', limit: 2 })).map(p => p.ids), [['b07', 'b05'], ['b03', 'b01'], ['b08']])
+      t.same((await walkBackward(store, shownBooks, { sort: 'year', limit: 2 }, await store.get(books, 'b08') as StoredRecord)).map(p => p.ids), [['b03', 'b01'], ['b07', 'b05']])
+      // A nullable first key descending: the values and the NULL group are read apart.
+      t.same((await walkForward(store, shownBooks, { sort: '-year', limit: 2 })).map(p => p.ids), [['b08', 'b01'], ['b03', 'b05'], ['b07']])
+      t.same((await walkBackward(store, shownBooks, { sort: '-year', limit: 2 }, await store.get(books, 'b07') as StoredRecord)).map(p => p.ids), [['b03', 'b05'], ['b08', 'b01']])
+    })
+
+    t.test('get and getMany: a hidden record does not exist', async t => {
+      t.same((await store.get(shownBooks, 'b01'))?.data, BOOKS[0])
+      t.equal(await store.get(shownBooks, 'b02'), null)
+      t.equal(await store.get(shownBooks, 'b02', { lock: true }), null)
+      t.equal((await store.get(shownBooks, 'b03', { lock: true }))?.version, 1)
+      t.equal(await store.get(shownAuthors, 'a2'), null)
+      t.equal(await store.get(shownAuthors, 'nope'), null)
+      t.equal(await store.get(shownAuthors, 'a1\u0000'), null)
+      t.same((await store.get(viewOf(books), 'b02'))?.data, BOOKS[1], 'a view without visible')
+      const sorted = (records: readonly StoredRecord[]) => idsOf(records).sort()
+      t.same(sorted(await store.getMany(shownBooks, 'authorId', ['a1', 'a2'])), ['b01', 'b03', 'b07', 'b08'])
+      t.same(sorted(await store.getMany(shownBooks, 'editorId', [null, 'a3'])), ['b05', 'b08'])
+      t.same(sorted(await store.getMany(shownBooks, 'id', ['b01', 'b02'])), ['b01'])
+      t.same(sorted(await store.getMany(shownAuthors, 'id', ['a1', 'a2'])), ['a1'])
+      t.same(await store.getMany(shownBooks, 'id', []), [])
+    })
+
+    t.test("related paths through 'many' reach only the visible children", t => check(t, shownAuthors, [
+      ['books/rating lt 0', []],
+      ['books/year gt 2005', []],
+      ['books/year eq null', ['a1']],
+      ['not (books/year eq null)', ['a3', 'a4']],
+      ['books/id eq edited/id', ['a3']],
+      ["edited/title eq 'alpha'", []],
+      ["contains(books/title, 'a')", ['a1']]
+    ]))
+
+    t.test("related paths through 'one': a hidden parent is a missing one, the null candidate", t => check(t, shownBooks, [
+      ['author/country eq null', ['b03', 'b05', 'b08']],
+      ["author/country eq 'GB'", []],
+      ['not (author/country eq null)', ['b01', 'b07']],
+      ["author/country ne 'NZ'", ['b03', 'b05', 'b08']],
+      ['author/country eq editor/country', ['b05', 'b08']],
+      ['editor/name eq null', ['b01', 'b07', 'b08']],
+      ["tolower(author/name) eq 'bob'", []],
+      ["tolower(author/name) eq 'ann' and year gt 2000", ['b01']]
+    ]))
+
+    t.test('visible filters with related paths of their own, also where a related path reaches them', async t => {
+      // Visible filters speak of stored records: their paths see every record.
+      const nzBooks = viewOf(books, "author/country eq 'NZ' and year ne null")
+      t.same(await ids(nzBooks), ['b01', 'b09'])
+      t.equal(await store.get(nzBooks, 'b02'), null)
+      t.ok(await store.get(nzBooks, 'b09'))
+      const authorsOfNz = viewOf(authors)
+      repoint(authorsOfNz, 'books', nzBooks)
+      await check(t, authorsOfNz, [
+        ['books/year gt 2000', ['a1']],
+        ['books/year ne 1', ['a1']],
+        ['not (books/id ne null)', ['a2', 'a3', 'a4']]
+      ])
+      const prolific = viewOf(authors, 'books/year gt 2005')
+      const byProlific = viewOf(books)
+      repoint(byProlific, 'author', prolific)
+      await check(t, byProlific, [
+        ['author/name eq null', ['b01', 'b02', 'b07', 'b09']],
+        ['author/name ne null', ['b03', 'b04', 'b05', 'b06', 'b08', 'b10']],
+        ["author/name eq 'bob' or author/born eq null", ['b01', 'b02', 'b03', 'b04', 'b07', 'b08', 'b09']],
+        ["author/name eq 'bob' or author/born gt 2000-01-01", ['b03', 'b04', 'b08']]
+      ])
+    })
+
+    t.test('the visible records of a view are those of the registered model its filter matches, in every window', async t => {
+      const { filter, sort, windowOf } = queryArbitraries()
+      await fc.assert(fc.asyncProperty(filter, filter, sort, windowOf, fc.integer({ min: 0, max: 4 }), async (visible, text, sortText, win, limit) => {
+        const full = await store.list(books, listQuery(books, { sort: sortText }))
+        const window: PageWindow = win.kind === 'offset' ? win : { kind: win.kind, values: anchorOf(listQuery(books, { sort: sortText }), full.items[win.pick]) }
+        const view = viewOf(books, visible)
+        const options = { sort: sortText, window, limit, total: true }
+        const actual = await store.list(view, listQuery(view, { ...options, filter: text }))
+        const expected = await store.list(books, listQuery(books, { ...options, filter: `(${visible}) and (${text})` }))
+        t.same({ ids: idsOf(actual.items), hasMore: actual.hasMore, total: actual.total }, { ids: idsOf(expected.items), hasMore: expected.hasMore, total: expected.total }, `visible ${visible}: ${text} sort=${sortText} ${JSON.stringify(window)} limit=${limit}`)
+      }), { numRuns: 25, seed: seedOf(t) })
+    })
+  })
+
+  t.test('writes take the registered model, also when given a view of it', async t => {
+    const { store, authors, books } = await fresh(t)
+    const few = viewOf(books, 'available eq true', ['id', 'title', 'authorId'])
+    const hidden = { ...BOOKS[1], id: 'x', note: 'kept', available: false }
+    t.same((await store.create(few, hidden)).data, hidden, 'every field written, visible or not')
+    t.same((await store.get(books, 'x'))?.data, hidden)
+    t.match(await store.update(few, 'x', { ...hidden, title: 'Again' }), { data: { title: 'Again', note: 'kept' }, version: 2 })
+    await t.rejects(store.create(few, { ...hidden, id: 'y', authorId: 'ghost' }), { statusCode: 422, code: 'API_ERR_UNPROCESSABLE', invalidParams: [{ name: 'authorId' }] })
+    await t.rejects(store.remove(viewOf(authors, "country eq 'NZ'"), 'a3'), { statusCode: 409, message: /still has/ })
+    t.equal(await store.remove(few, 'x'), true)
+    t.equal(await store.get(books, 'x'), null)
   })
 
   t.test('referential rules', async t => {
@@ -727,6 +1030,52 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
   })
 }
 
+/** A fast-check seed for one property, printed; STORE_SEED=<n> replays one. */
+function seedOf (t: Test): number {
+  const seed = process.env.STORE_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.STORE_SEED)
+  t.comment(`fast-check seed ${seed} (replay with STORE_SEED=${seed})`)
+  return seed
+}
+
+/** Random filters on books (every operator, related paths, functions), sorts and windows. */
+function queryArbitraries () {
+  const literal = (field: string): fc.Arbitrary<string> => {
+    const values: Record<string, string[]> = {
+      title: ["'Alpha'", "'alpha'", "'b'", "'Zeta'", "'é'", "''"],
+      year: ['1999', '2001', '2010', '-5', '0', 'null'],
+      rating: ['3', '4.5', '0.1', '-1.5', '2', 'null'],
+      available: ['true', 'false', 'null'],
+      published: ['2020-01-01T10:00:00Z', '2019-12-31T23:00:00-02:00', '2019-06-30T23:59:59.9994Z', '2021-02-03T04:05:06.007+00:00', '2021-02-03T04:05:06.0071Z', 'null'],
+      note: ["'n'", "'x'", 'null'],
+      editorId: ["'a1'", "'a4'", 'null']
+    }
+    return fc.constantFrom(...values[field])
+  }
+  const fields = ['title', 'year', 'rating', 'available', 'published', 'note', 'editorId']
+  const compare = fc.tuple(fc.constantFrom(...fields), fc.constantFrom('eq', 'ne', 'gt', 'ge', 'lt', 'le'))
+    .chain(([field, op]) => literal(field).map(value => `${field} ${op} ${value}`))
+  const related = fc.tuple(fc.constantFrom('author', 'editor'), fc.constantFrom(['name', ["'Ann'", "'bob'", "'Zed'", 'null']], ['country', ["'NZ'", "'GB'", 'null']], ['born', ['1950-03-01', '2000-01-01', 'null']]) as fc.Arbitrary<[string, string[]]>, fc.constantFrom('eq', 'ne', 'gt', 'lt'))
+    .chain(([relation, [field, values], op]) => fc.constantFrom(...values).map(value => `${relation}/${field} ${op} ${value}`))
+  const match = fc.tuple(fc.constantFrom('contains', 'startswith', 'endswith'), fc.constantFrom('title', 'note', 'tolower(title)', 'editor/name'), fc.constantFrom("'a'", "'%'", "'_x'", "'\\'", "'E'", "''"))
+    .map(([name, text, part]) => `${name}(${text}, ${part})`)
+  const inList = fc.tuple(fc.constantFrom('year', 'rating'), fc.subarray(['1999', '2001', '3', 'null'], { minLength: 1 }))
+    .map(([field, values]) => `${field} in (${values.join(', ')})`)
+  const atom = fc.oneof(compare, related, match, inList)
+  const filter: fc.Arbitrary<string> = fc.letrec<{ node: string }>(tie => ({
+    node: fc.oneof({ depthSize: 'small', withCrossShrink: true },
+      atom,
+      fc.tuple(tie('node'), fc.constantFrom('and', 'or'), tie('node')).map(([a, op, b]) => `(${a} ${op} ${b})`),
+      tie('node').map(a => `not (${a})`))
+  })).node
+  const sort = fc.subarray(['title', '-title', 'year', '-year', 'rating', '-rating', 'available', '-available', 'published', 'note', '-editorId', 'authorId'], { maxLength: 3 })
+    .filter(keys => new Set(keys.map(k => k.replace('-', ''))).size === keys.length)
+    .map(keys => keys.join(','))
+  const windowOf = fc.oneof(
+    fc.record({ kind: fc.constant('offset' as const), offset: fc.integer({ min: 0, max: 11 }) }),
+    fc.record({ kind: fc.constantFrom('after' as const, 'before' as const), pick: fc.integer({ min: 0, max: 9 }) }))
+  return { filter, sort, windowOf }
+}
+
 /**
  * Differential check (every query-language result must be identical across stores): random
  * filters and sorts give the same pages on the store under test as on the memory store. Each run
@@ -734,8 +1083,6 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
  */
 export function agreesWithMemory (t: Test, makeStore: MakeStore, runs = 60): void {
   t.test('random filters and sorts agree with the memory store', async t => {
-    const runSeed = process.env.STORE_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.STORE_SEED)
-    t.comment(`fast-check seed ${runSeed} (replay with STORE_SEED=${runSeed})`)
     const store = await makeStore()
     const memory = memoryStore()
     t.teardown(() => store.close())
@@ -743,40 +1090,7 @@ export function agreesWithMemory (t: Test, makeStore: MakeStore, runs = 60): voi
     const mem = suiteModels(memory)
     await seed(store, sql)
     await seed(memory, mem)
-    const literal = (field: string): fc.Arbitrary<string> => {
-      const values: Record<string, string[]> = {
-        title: ["'Alpha'", "'alpha'", "'b'", "'Zeta'", "'é'", "''"],
-        year: ['1999', '2001', '2010', '-5', '0', 'null'],
-        rating: ['3', '4.5', '0.1', '-1.5', '2', 'null'],
-        available: ['true', 'false', 'null'],
-        published: ['2020-01-01T10:00:00Z', '2019-12-31T23:00:00-02:00', '2019-06-30T23:59:59.9994Z', '2021-02-03T04:05:06.007+00:00', '2021-02-03T04:05:06.0071Z', 'null'],
-        note: ["'n'", "'x'", 'null'],
-        editorId: ["'a1'", "'a4'", 'null']
-      }
-      return fc.constantFrom(...values[field])
-    }
-    const fields = ['title', 'year', 'rating', 'available', 'published', 'note', 'editorId']
-    const compare = fc.tuple(fc.constantFrom(...fields), fc.constantFrom('eq', 'ne', 'gt', 'ge', 'lt', 'le'))
-      .chain(([field, op]) => literal(field).map(value => `${field} ${op} ${value}`))
-    const related = fc.tuple(fc.constantFrom('author', 'editor'), fc.constantFrom(['name', ["'Ann'", "'bob'", "'Zed'", 'null']], ['country', ["'NZ'", "'GB'", 'null']], ['born', ['1950-03-01', '2000-01-01', 'null']]) as fc.Arbitrary<[string, string[]]>, fc.constantFrom('eq', 'ne', 'gt', 'lt'))
-      .chain(([relation, [field, values], op]) => fc.constantFrom(...values).map(value => `${relation}/${field} ${op} ${value}`))
-    const match = fc.tuple(fc.constantFrom('contains', 'startswith', 'endswith'), fc.constantFrom('title', 'note', 'tolower(title)', 'editor/name'), fc.constantFrom("'a'", "'%'", "'_x'", "'\\'", "'E'", "''"))
-      .map(([name, text, part]) => `${name}(${text}, ${part})`)
-    const inList = fc.tuple(fc.constantFrom('year', 'rating'), fc.subarray(['1999', '2001', '3', 'null'], { minLength: 1 }))
-      .map(([field, values]) => `${field} in (${values.join(', ')})`)
-    const atom = fc.oneof(compare, related, match, inList)
-    const filter: fc.Arbitrary<string> = fc.letrec<{ node: string }>(tie => ({
-      node: fc.oneof({ depthSize: 'small', withCrossShrink: true },
-        atom,
-        fc.tuple(tie('node'), fc.constantFrom('and', 'or'), tie('node')).map(([a, op, b]) => `(${a} ${op} ${b})`),
-        tie('node').map(a => `not (${a})`))
-    })).node
-    const sort = fc.subarray(['title', '-title', 'year', '-year', 'rating', '-rating', 'available', '-available', 'published', 'note', '-editorId', 'authorId'], { maxLength: 3 })
-      .filter(keys => new Set(keys.map(k => k.replace('-', ''))).size === keys.length)
-      .map(keys => keys.join(','))
-    const windowOf = fc.oneof(
-      fc.record({ kind: fc.constant('offset' as const), offset: fc.integer({ min: 0, max: 11 }) }),
-      fc.record({ kind: fc.constantFrom('after' as const, 'before' as const), pick: fc.integer({ min: 0, max: 9 }) }))
+    const { filter, sort, windowOf } = queryArbitraries()
     await fc.assert(fc.asyncProperty(filter, sort, windowOf, fc.integer({ min: 0, max: 5 }), fc.boolean(), async (text, sortText, win, limit, total) => {
       const full = await memory.list(mem.books, listQuery(mem.books, { sort: sortText }))
       const window: PageWindow = win.kind === 'offset' ? win : { kind: win.kind, values: anchorOf(listQuery(mem.books, { sort: sortText }), full.items[win.pick]) }
@@ -784,6 +1098,62 @@ export function agreesWithMemory (t: Test, makeStore: MakeStore, runs = 60): voi
       const expected = await memory.list(mem.books, listQuery(mem.books, options))
       const actual = await store.list(sql.books, listQuery(sql.books, options))
       t.same({ ids: idsOf(actual.items), hasMore: actual.hasMore, total: actual.total }, { ids: idsOf(expected.items), hasMore: expected.hasMore, total: expected.total }, `${text} sort=${sortText} ${JSON.stringify(window)} limit=${limit}`)
-    }), { numRuns: runs, seed: runSeed })
+    }), { numRuns: runs, seed: seedOf(t) })
   })
+
+  t.test('random views, whose relations reach views, agree with the memory store', async t => {
+    const store = await makeStore()
+    const memory = memoryStore()
+    t.teardown(() => store.close())
+    const sql = suiteModels(store)
+    const mem = suiteModels(memory)
+    await seed(store, sql)
+    await seed(memory, mem)
+    const { filter, sort, windowOf } = queryArbitraries()
+    const authorFilter = authorFilterArbitrary()
+    /** Views of both resources; each relation reaches the other's view or, unless `repointed`, the registered model. */
+    const views = ({ authors, books }: Models, shownBooks: string | undefined, shownAuthors: string | undefined, repointed: boolean) => {
+      const bookView = viewOf(books, shownBooks)
+      const authorView = viewOf(authors, shownAuthors)
+      if (repointed) {
+        for (const relation of ['author', 'editor']) repoint(bookView, relation, authorView)
+        for (const relation of ['books', 'edited']) repoint(authorView, relation, bookView)
+      }
+      return { books: bookView, authors: authorView }
+    }
+    const optional = (arbitrary: fc.Arbitrary<string>) => fc.option(arbitrary, { nil: undefined })
+    await fc.assert(fc.asyncProperty(optional(filter), optional(authorFilter), fc.boolean(), filter, authorFilter, sort, windowOf, fc.integer({ min: 0, max: 5 }),
+      async (shownBooks, shownAuthors, repointed, text, authorText, sortText, win, limit) => {
+        const full = await memory.list(mem.books, listQuery(mem.books, { sort: sortText }))
+        const window: PageWindow = win.kind === 'offset' ? win : { kind: win.kind, values: anchorOf(listQuery(mem.books, { sort: sortText }), full.items[win.pick]) }
+        const expected = views(mem, shownBooks, shownAuthors, repointed)
+        const actual = views(sql, shownBooks, shownAuthors, repointed)
+        const page = async (store: Store, model: ResourceModel, options: QueryOptions) => {
+          const { items, hasMore, total } = await store.list(model, listQuery(model, options))
+          return { ids: idsOf(items), hasMore, total }
+        }
+        const about = `books ${shownBooks ?? 'all'}, authors ${shownAuthors ?? 'all'}${repointed ? ', reaching each other' : ''}:`
+        const bookOptions = { filter: text, sort: sortText, window, limit, total: true }
+        t.same(await page(store, actual.books, bookOptions), await page(memory, expected.books, bookOptions), `${about} books ${text} sort=${sortText} ${JSON.stringify(window)} limit=${limit}`)
+        const authorOptions = { filter: authorText, total: true }
+        t.same(await page(store, actual.authors, authorOptions), await page(memory, expected.authors, authorOptions), `${about} authors ${authorText}`)
+      }), { numRuns: Math.ceil(runs / 2), seed: seedOf(t) })
+  })
+}
+
+/** Random filters on authors, through both 'many' relations. */
+function authorFilterArbitrary (): fc.Arbitrary<string> {
+  const related = fc.tuple(
+    fc.constantFrom('books', 'edited'),
+    fc.constantFrom(['year', ['1999', '2001', '2010', 'null']], ['rating', ['3', '4.5', '-1.5', 'null']], ['title', ["'Alpha'", "'beta'", "'alpha'"]], ['available', ['true', 'false', 'null']]) as fc.Arbitrary<[string, string[]]>,
+    fc.constantFrom('eq', 'ne', 'gt', 'lt'))
+    .chain(([relation, [field, values], op]) => fc.constantFrom(...values).map(value => `${relation}/${field} ${op} ${value}`))
+  const own = fc.constantFrom("country eq 'NZ'", "country ne 'GB'", 'born eq null', "name gt 'Ann'", 'country eq null', 'books/id eq edited/id')
+  return fc.letrec<{ node: string }>(tie => ({
+    node: fc.oneof({ depthSize: 'small', withCrossShrink: true },
+      related,
+      own,
+      fc.tuple(tie('node'), fc.constantFrom('and', 'or'), tie('node')).map(([a, op, b]) => `(${a} ${op} ${b})`),
+      tie('node').map(a => `not (${a})`))
+  })).node
 }

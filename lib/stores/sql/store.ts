@@ -2,6 +2,7 @@
 // through one small query interface (a pg Pool or PGlite), with the query compiled to SQL and
 // referential, conflict and availability failures mapped from SQLSTATE codes, never pre-checked.
 import type { ResourceModel } from '../../registry/model.js'
+import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
@@ -227,14 +228,14 @@ export class SqlStore implements Store {
   async #getWhere (model: ResourceModel, id: string, lock: boolean): Promise<StoredRecord | null> {
     const table = await this.#prepare(model)
     if (!isStorable(id)) return null
-    const where = join([idEquals(table, id), ...this.#visible(table, model)], ' AND ')
+    const where = model.visible === undefined ? idEquals(table, id) : sql`${idEquals(table, id)} AND ${this.#visible(table, model.visible)}`
     const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}${raw(lock ? ` FOR UPDATE OF ${MAIN}` : '')}`, 'read', model)
     return rows.length === 0 ? null : table.decode(rows[0])
   }
 
-  /** The condition a view's records meet, if any, on the table aliased `t0`. */
-  #visible (table: Table, model: ResourceModel): Sql[] {
-    return model.visible === undefined ? [] : [compileFilter(table, model.visible, this.#context)]
+  /** The condition a view's records meet, on the table aliased `t0`: in the statement, so indexes serve it. */
+  #visible (table: Table, visible: FilterNode): Sql {
+    return compileFilter(table, visible, this.#context)
   }
 
   async getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]> {
@@ -245,7 +246,8 @@ export class SqlStore implements Store {
     const listed = values.filter(value => value != null)
     // One `= ANY($1)` query per relation per page, in the database; null matches null, as in memory.
     const nulls = listed.length < values.length ? sql` OR ${ref} IS NULL` : sql``
-    const where = join([sql`(${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls})`, ...this.#visible(table, model)], ' AND ')
+    const matches = sql`${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls}`
+    const where = model.visible === undefined ? matches : sql`(${matches}) AND ${this.#visible(table, model.visible)}`
     const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}`, 'read', model)
     return rows.map(row => table.decode(row))
   }
@@ -293,7 +295,9 @@ export class SqlStore implements Store {
    * (SQLSTATE 40001, 40P01) runs the transaction again after a short random wait, up to three
    * attempts in all; then it is a 503, as when the database is unavailable. Tables are prepared
    * outside transactions: when `work` meets one that is not, it is undone, the table prepared, and
-   * `work` run again. A transaction on the store `work` receives joins this one.
+   * `work` run again. A transaction on the store `work` receives joins this one. `work` reads and
+   * writes through that store: this one runs on other connections (on PGlite, it waits for the
+   * transaction to end).
    */
   async transaction<T> (work: (store: Store) => Promise<T>): Promise<T> {
     if (this.#unprepared !== undefined) return await work(this)
