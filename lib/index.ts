@@ -19,11 +19,15 @@ import { registerPreflightRoute } from './security/cors.js'
 import { routeUnmetExpectations } from './security/limits.js'
 import { registerOpenApi } from './openapi/index.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
+import { compileRules } from './rules/compile.js'
+import { createViews } from './rules/view.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
   const models = buildRegistry(options.resources)
   const storeOf = assignStores(options.resources, models)
+  const rules = new Map(models.map((model, i) => [model, compileRules(model, options.resources[i])]))
+  const rulesOf = (model: ResourceModel) => rules.get(model.base ?? model) ?? null
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
   for (const store of new Set(models.map(storeOf))) await store.prepare?.(models.filter(model => storeOf(model) === store))
   const prefix = routePrefix(app)
@@ -40,7 +44,10 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     },
     query: { cursor: createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds }), defaultPaging: options.paging },
     ajv: createAjv(),
-    storeOf
+    storeOf,
+    models: new Map(models.map(model => [model.name, model])),
+    rulesOf,
+    views: createViews(models, rulesOf)
   }
   app.setValidatorCompiler(({ schema, httpPart }) => httpPart === 'body' ? context.ajv.compile(schema) : () => true)
 
@@ -54,11 +61,11 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     typeBase: options.problemTypeBase ?? `${prefix}/problems/`,
     allowedMethods: path => routes.allowedAt(path)
   })
-  installPipeline(app, buildPipeline(app, options, models))
+  installPipeline(app, buildPipeline(app, options, models, context))
   routeUnmetExpectations(app.server, prefix)
   registerPreflightRoute(app)
   // Before the resource routes, or they go undocumented.
-  await registerOpenApi(app, options, models, schemaOptionsFor(context))
+  await registerOpenApi(app, options, models, schemaOptionsFor(context), rulesOf)
 
   app.addSchema({ $id: 'Problem', ...problemSchema })
   const refOf = (model: ResourceModel) => `${schemaNames(model).resource}#`
@@ -88,7 +95,10 @@ export type { MemoryStoreOptions } from './stores/memory.js'
 export { postgresStore, pgliteStore } from './stores/sql/index.js'
 export type { SqlStoreOptions, PostgresStoreOptions, PgliteStoreOptions, TableMapping } from './stores/sql/index.js'
 export { VERSION_MISMATCH } from './stores/store.js'
-export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, WriteOptions, Fields } from './stores/store.js'
+export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOptions, WriteOptions, Fields } from './stores/store.js'
+export type {
+  ApplicationRules, ResourceRules, RowRule, FieldRule, ServerValue, ServerValueContext, WriteHooks, WriteEvent, WriteOperation, Transaction
+} from './rules/types.js'
 export type { ResourceModel, FieldModel, RelationModel, Operation, FieldType } from './registry/model.js'
 export type { FilterNode, Operand, Literal, FieldRef } from './query/filter/ast.js'
 export * as errors from './errors.js'

@@ -23,6 +23,11 @@ import {
   resourcePolicies, routeLimits
 } from './security/index.js'
 import { kFormat, kPlainJson, kRecordRead } from './symbols.js'
+import { callerBodyCheck } from './rules/write.js'
+import type { RouteContext } from './routes/context.js'
+
+type BodyWrite = 'create' | 'replace' | 'modify'
+const bodyWrites = new Set<string>(['create', 'replace', 'modify'] satisfies BodyWrite[])
 
 interface Step<F> { readonly name: string, readonly run: F }
 
@@ -57,7 +62,7 @@ const bodiless = new Set(['GET', 'HEAD'])
 const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method => bodiless.has(method))
 
 /** The plugin's pipeline for these options. */
-export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[]): Pipeline {
+export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext): Pipeline {
   const headers = createHeaderHooks(options.cacheControl, options.deprecation)
   const formats = createResponseFormats(app, models)
   return {
@@ -93,6 +98,8 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
       // Before the body is read: a refused caller's body is never parsed.
       { name: 'authorization', phase: 'preParsing', hookFor: authorizationFor(options) },
       { name: 'storableText', phase: 'preValidation', hookFor: route => mayHaveBody(route) ? checkStorableText : undefined },
+      // Before the route's validation: fields the caller may not read are unknown names to it.
+      { name: 'callerBody', phase: 'preValidation', hookFor: (_route, spec) => spec?.resource == null || !bodyWrites.has(spec.operation) ? undefined : callerBodyCheck(spec.resource, spec.operation as BodyWrite, context) },
       { name: 'auditLog', phase: 'onResponse', hookFor: auditLogOf }
     ]
   }

@@ -19,6 +19,7 @@ import { describeXml } from '../formats/xml-shape.js'
 import type { RefResolver, XmlRoot } from '../formats/xml-shape.js'
 import { securitySchemes } from './security-schemes.js'
 import { openApiRouteSchema } from './docs-routes.js'
+import type { ModelRules } from '../rules/compile.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
 
@@ -31,7 +32,7 @@ const docsContentSecurityPolicy = "default-src 'none'; script-src 'self' 'unsafe
  * and the reference page, each with its route spec, so that other methods answer 405. The shared
  * schemas (`Book`, `BookList`, `Problem` …) become named components.
  */
-export async function registerOpenApi (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], schemaOptions: SchemaOptions) {
+export async function registerOpenApi (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], schemaOptions: SchemaOptions, rulesOf: (model: ResourceModel) => ModelRules | null) {
   if (options.errorFormat === 'envelope') {
     app.addSchema({ $id: componentNames.problemEnvelope, type: 'object', properties: { errors: { $ref: `${componentNames.problem}#` } }, required: ['errors'] })
   }
@@ -55,7 +56,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
     refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
     transform: documentRoute,
-    transformObject: document => documentXml(documentLinks(document, models, options.links), models)
+    transformObject: document => documentRules(documentXml(documentLinks(document, models, options.links), models), models, rulesOf)
   })
 
   // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.
@@ -154,6 +155,29 @@ function documentedRouteSchema (schema: Record<string, unknown>, method: string)
  * The link objects and their `rel` values, per envelope (spec "Page links", "Link object"): the
  * serializer's schemas (registry/derive.ts) accept any rel; the document names the ones sent.
  */
+/**
+ * Fields under a field rule carry `x-restricted` (`read`: only some callers see it, and may select,
+ * filter or sort by it; `write`: only some may write it) and say so; server-set fields say when.
+ */
+function documentRules (openapi: ReturnType<typeof openApiOf>, models: readonly ResourceModel[], rulesOf: (model: ResourceModel) => ModelRules | null) {
+  for (const model of models) {
+    const rules = rulesOf(model)
+    if (rules === null) continue
+    const properties = openapi.components.schemas[schemaNames(model).resource].properties as Record<string, JsonSchema>
+    const note = (name: string, text: string) => {
+      const { description } = properties[name]
+      properties[name] = { ...properties[name], description: description === undefined ? text : `${String(description)} ${text}` }
+    }
+    for (const [name, rule] of rules.fields) {
+      const restricted = [...(rule.read === undefined ? [] : ['read']), ...(rule.write === undefined ? [] : ['write'])]
+      properties[name] = { ...properties[name], 'x-restricted': restricted }
+      note(name, `Restricted: only some callers may ${restricted.join(' and ')} it; for the others it ${rule.read === undefined ? 'is read-only' : 'does not exist'}.`)
+    }
+    for (const [name, value] of rules.serverValues) note(name, value.on === 'create' ? 'Set by the server when the record is created; never changes.' : 'Set by the server on every write.')
+  }
+  return openapi
+}
+
 function documentLinks (document: Parameters<SwaggerTransformObject>[0], models: readonly ResourceModel[], format: 'array' | 'object') {
   const openapi = openApiOf(document)
   const schemas = openapi.components.schemas

@@ -67,7 +67,7 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   const sort = withTieBreaker(model, read('sort'))
   const expand = read('expand')
   const include = read('include')
-  const fields = withRelationKeys(read('fields'), [...expand, ...include])
+  const fields = withRelationKeys(read('fields') ?? readableFields(model), [...expand, ...include])
   const simple = simpleFilters(model, raw, problems)
   const filter = buildFilter(model, comparable(read('filter'), 'filter', problems), simple, problems)
 
@@ -136,6 +136,14 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
  * direction of the last key (ascending without one), so `sort=-rating` is the `(rating, id)`
  * index read backwards: the SQL store pages it by seeking instead of sorting each rating's ties.
  */
+/**
+ * The fields of a caller's view that leaves some out (rules/view.ts), as a projection: what
+ * `fields=` absent means for it. Null (every field) for a model that hides none.
+ */
+export function readableFields (model: ResourceModel): Set<string> | null {
+  return model.hidden === undefined ? null : new Set(model.fields.keys())
+}
+
 export function withTieBreaker (model: ResourceModel, keys: readonly SortKey[]): SortKey[] {
   if (keys.some(key => key.field === model.idField)) return [...keys]
   return [...keys, { field: model.idField, direction: keys.at(-1)?.direction ?? 'asc' }]
@@ -276,7 +284,7 @@ export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemReques
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
   const expand = queryParameters.expand.parse(model, raw.expand as string | undefined, problems)
   const include = queryParameters.include.parse(model, raw.include as string | undefined, problems)
-  const fields = withRelationKeys(queryParameters.fields.parse(model, raw.fields as string | undefined, problems), [...expand, ...include])
+  const fields = withRelationKeys(queryParameters.fields.parse(model, raw.fields as string | undefined, problems) ?? readableFields(model), [...expand, ...include])
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
   const variant = fields === null && expand.length === 0 && include.length === 0
     ? ''

@@ -5,13 +5,14 @@ import type { TObject, TSchema } from '@sinclair/typebox'
 import { v7 as uuidv7 } from 'uuid'
 import { ResourceInvalidError } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
+import type { ApplicationRules } from '../rules/types.js'
 import type { FieldModel, FieldType, Operation, RelationDefinition, RelationModel, ResourceModel, ResourceShape } from './model.js'
 
 export const allOperations: readonly Operation[] = ['list', 'retrieve', 'create', 'replace', 'modify', 'delete']
 const namePattern = /^[a-z][a-zA-Z0-9_-]*$/
 const fieldPattern = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-// A definition also names its `store` (define.ts), which the registry does not read.
+// A definition also names its `store` (define.ts) and its application rules (rules/compile.ts), which the registry does not read.
 const definitionKeys = knownKeys({
   name: true,
   singular: true,
@@ -23,8 +24,11 @@ const definitionKeys = knownKeys({
   relations: true,
   generateId: true,
   requireIfMatch: true,
-  store: true
-} satisfies Record<keyof ResourceShape | 'store', true>)
+  store: true,
+  rules: true,
+  serverValues: true,
+  hooks: true
+} satisfies Record<keyof ResourceShape | 'store' | keyof ApplicationRules<unknown, unknown>, true>)
 const relationKeys = knownKeys({ kind: true, resource: true, field: true } satisfies Record<keyof RelationDefinition, true>)
 
 export function buildRegistry (definitions: readonly ResourceShape[]): ResourceModel[] {

@@ -49,6 +49,8 @@ export interface ResourceModel {
    * in it. Stores AND it into every read of the model, also where a relation of another reaches it.
    */
   readonly visible?: FilterNode
+  /** The fields of the registered model a view leaves out: the caller may not read them. */
+  readonly hidden?: ReadonlySet<string>
   /** The registered model a view was made from; unset on the registered model itself. */
   readonly base?: ResourceModel
 }

@@ -4,44 +4,62 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { attachRelated, itemPath, listBody, project, singleBody } from '../envelope/index.js'
 import { countPastEnd, fetchRelated } from './related.js'
-import { parseListQuery } from '../query/list-query.js'
+import { parseListQuery, readableFields } from '../query/list-query.js'
 import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import { evaluatePreconditions, formatETag, readPreconditions, unversioned, variantTag } from '../http/conditional.js'
 import { NotFoundError } from '../errors.js'
-import type { Fields, Store } from '../stores/store.js'
+import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import type { RouteContext } from './context.js'
 import { normalizeRecord, writeHeaders } from './shared.js'
 import { formatVariant } from '../http/negotiation.js'
+import { checkWritableFields, withServerValues } from '../rules/write.js'
+import { writeSteps } from './write.js'
+import { hiddenVariant } from './item.js'
 
 /** The handlers of a resource's collection: LIST and CREATE (routes/table.ts places them). */
 export function collectionHandlers (model: ResourceModel, context: RouteContext) {
   const base = `${context.envelope.prefix}/${model.name}`
   const store = context.storeOf(model)
+  const steps = writeSteps(model, context)
+  const { rules } = steps
   return {
     list: async function listResources (request: FastifyRequest, reply: FastifyReply) {
-      const parsed = parseListQuery(model, request.query as RawQuery, context.query, base)
+      const view = steps.view(request)
+      const parsed = parseListQuery(view, request.query as RawQuery, context.query, base)
       if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
-      return listPage(context, store, model, base, parsed, null)
+      return listPage(context, store, view, base, parsed, null)
     },
     create: async function createResource (request: FastifyRequest, reply: FastifyReply) {
       checkCollectionPreconditions(request, false)
+      const view = steps.view(request)
+      const { principal } = request
+      const body = request.body as Fields
+      checkWritableFields(rules, principal, body)
       const id = model.generateId()
-      const record = await store.create(model, normalizeRecord(model, { ...(request.body as Fields), [model.idField]: id }))
-      writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, ''))), record.modifiedAt)
+      const data = withServerValues(rules, normalizeRecord(model, { ...body, [model.idField]: id }), 'create', principal, null)
+      const record = await steps.run(async tx => {
+        await steps.before(tx, request, 'create', id, data, null)
+        const created = await tx.create(model, data)
+        await steps.requireWritable(tx, request, id, `You may not create this ${model.singular}.`)
+        return await steps.after(tx, request, 'create', created, id, null) as StoredRecord
+      })
+      writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, hiddenVariant(view)))), record.modifiedAt)
       reply.code(201).header('location', itemPath(context.envelope, model, id))
-      return singleBody(context.envelope, model, record.data)
+      return singleBody(context.envelope, model, project(record.data, readableFields(view)))
     }
   }
 }
 
 /** `/{parents}/{id}/{children}`: the children of one parent, with the same query language as `/{children}`. */
 export function nestedListHandler (parent: ResourceModel, relation: RelationModel, context: RouteContext) {
-  const child = relation.target
   const store = context.storeOf(parent)
   return async function listNested (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
-    if (await store.get(parent, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
+    const views = context.views.forCaller(request.principal)
+    const parentView = views(parent)
+    if (await store.get(parentView, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
+    const child = views(relation.target)
     const base = `${itemPath(context.envelope, parent, id)}/${relation.name}`
     const parsed = parseListQuery(child, request.query as RawQuery, context.query, base)
     if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()

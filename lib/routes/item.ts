@@ -4,8 +4,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import { mergedSchema } from '../registry/derive.js'
 import { attachRelated, project, singleBody } from '../envelope/index.js'
+import { checkWritableFields, unwritableFields, withServerValues } from '../rules/write.js'
+import { writeSteps } from './write.js'
 import type { Link } from '../envelope/index.js'
-import { parseItemQuery } from '../query/list-query.js'
+import { parseItemQuery, readableFields } from '../query/list-query.js'
 import type { RawQuery } from '../query/list-query.js'
 import { evaluatePreconditions, formatETag, hasPreconditions, readPreconditions, variantTag } from '../http/conditional.js'
 import type { Preconditions } from '../http/conditional.js'
@@ -14,7 +16,7 @@ import {
   PreconditionRequiredError, withInvalidParams
 } from '../errors.js'
 import { VERSION_MISMATCH } from '../stores/store.js'
-import type { Fields, StoredRecord } from '../stores/store.js'
+import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import { mergePatch } from '../merge-patch.js'
 import { toInvalidParams } from '../validation.js'
 import type { ErrorObject } from 'ajv'
@@ -30,33 +32,37 @@ const modifyAttempts = 5
 /** The handlers of a resource's items: RETRIEVE, REPLACE, MODIFY and DELETE (routes/table.ts places them). */
 export function itemHandlers (model: ResourceModel, context: RouteContext) {
   const store = context.storeOf(model)
+  const steps = writeSteps(model, context)
+  const { rules } = steps
   const notFound = (id: string) => new NotFoundError(`${model.singular} ${id}`)
   const requireIfMatch = model.requireIfMatch ?? context.options.requireIfMatch
-  // Read-only fields besides the id: set by the server (a store of the host's, say), never by a client.
+  // Read-only fields besides the id: set by the server (serverValues, hooks, a store of the host's), never by a client.
   const serverOwned = [...model.fields.values()].filter(field => field.readOnly && field.name !== model.idField).map(field => field.name)
-  /** The server-owned values a record holds, which a PUT keeps: the client could not have sent them. */
-  const serverOwnedOf = (record: StoredRecord): Fields => {
+  /** What a REPLACE keeps of the stored record: what the client could not have sent (server-owned, or not its to write). */
+  const keptOf = (record: StoredRecord, principal: unknown): Fields => {
     const kept: Fields = {}
-    for (const name of serverOwned) if (record.data[name] !== undefined) kept[name] = record.data[name]
+    for (const name of [...serverOwned, ...unwritableFields(rules, principal)]) if (record.data[name] !== undefined) kept[name] = record.data[name]
     return kept
   }
+  const refusal = `You may not change this ${model.singular}.`
+  const outOfReach = `This change would put the ${model.singular} out of your reach.`
 
-  /** Reads the record a write applies to and checks the client's preconditions against it. */
-  async function currentFor (request: FastifyRequest, id: string): Promise<{ record: StoredRecord | null, preconditions: Preconditions }> {
+  /** Reads the record a write applies to, as the caller sees it, and checks the client's preconditions against it. */
+  async function currentFor (request: FastifyRequest, tx: Store, view: ResourceModel, id: string): Promise<{ record: StoredRecord | null, preconditions: Preconditions }> {
     const preconditions = readPreconditions(request.headers)
     if (requireIfMatch && preconditions.ifMatch === undefined) {
       throw new PreconditionRequiredError('This server requires If-Match on PUT, PATCH and DELETE: send the ETag of the version you read.')
     }
-    const record = await store.get(model, id)
+    const record = await (steps.lock ? tx.get(view, id, { lock: true }) : tx.get(view, id))
     if (record === null && preconditions.ifMatch === undefined) throw notFound(id)
     evaluatePreconditions(preconditions, record === null ? null : { etag: formatETag(record.version, ''), version: record.version, modifiedAt: record.modifiedAt }, false)
     return { record, preconditions }
   }
 
-  function respond (reply: FastifyReply, record: StoredRecord) {
+  function respond (reply: FastifyReply, record: StoredRecord, view: ResourceModel) {
     // The ETag of the representation sent: JSON `"7"`, XML another variant of version 7.
-    writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(reply.request, ''))), record.modifiedAt)
-    return singleBody(context.envelope, model, record.data)
+    writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(reply.request, hiddenVariant(view)))), record.modifiedAt)
+    return singleBody(context.envelope, model, project(record.data, readableFields(view)))
   }
 
   /** A write's outcome. Under If-Match, a record deleted since the check fails the precondition too (RFC 9110 §13.1.1). */
@@ -71,9 +77,10 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
 
   async function retrieveResource (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
-    const options = parseItemQuery(model, request.query as RawQuery)
+    const view = steps.view(request)
+    const options = parseItemQuery(view, request.query as RawQuery)
     const preconditions = readPreconditions(request.headers)
-    const record = await readRecordOnce(request, store, model, id)
+    const record = await readRecordOnce(request, store, view, id)
     if (record === null) throw notFound(id)
     let resource = project(record.data, options.fields)
     let links: Link[] | undefined
@@ -83,7 +90,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     let modifiedAt: Date | null = record.modifiedAt
     if (options.expand.length + options.include.length > 0) {
       const relations = [...options.expand, ...options.include]
-      const related = attachRelated(context.envelope, model, [resource], options.expand, options.include, await fetchRelated(store, model, [resource], relations))
+      const related = attachRelated(context.envelope, view, [resource], options.expand, options.include, await fetchRelated(store, view, [resource], relations))
       resource = related.items[0]
       links = related.links
       // The embedded records have versions of their own: the validator must change with them.
@@ -98,51 +105,78 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     return singleBody(context.envelope, model, resource, links)
   }
 
-  async function replaceResource (request: FastifyRequest, reply: FastifyReply) {
+  /**
+   * REPLACE and MODIFY: the new record from the current one, compare-and-set against the version
+   * it was made from, again when another write lands in between (unless If-Match named the
+   * version), with the rules' checks and hooks around it in one transaction when they need one.
+   */
+  async function change (request: FastifyRequest, reply: FastifyReply, operation: 'replace' | 'modify', next: (current: StoredRecord) => Fields) {
     const { id } = request.params as { id: string }
     const body = request.body as Fields
     checkIdUnchanged(model, body, id)
-    const { record, preconditions } = await currentFor(request, id)
-    const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
-    // Preconditions were checked against this version: write only if it is still the current one.
-    const how = hasPreconditions(preconditions) ? { ifVersion: current.version } : {}
-    const written = await store.update(model, id, normalizeRecord(model, { ...serverOwnedOf(current), ...body, [model.idField]: id }), how)
-    return respond(reply, checkWritten(written, id, preconditions))
+    const view = steps.view(request)
+    const { principal } = request
+    checkWritableFields(rules, principal, body)
+    const written = await steps.run(async tx => {
+      for (let attempt = 1; attempt <= modifyAttempts; attempt++) {
+        const { record, preconditions } = await currentFor(request, tx, view, id)
+        const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
+        await steps.requireWritable(tx, request, id, refusal)
+        const data = withServerValues(rules, normalizeRecord(model, next(current)), operation, principal, current.data)
+        await steps.before(tx, request, operation, id, data, current)
+        const result = await tx.update(model, id, data, { ifVersion: current.version })
+        if (result !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) {
+          const stored = checkWritten(result, id, preconditions)
+          await steps.requireWritable(tx, request, id, outOfReach)
+          return await steps.after(tx, request, operation, stored, id, current) as StoredRecord
+        }
+      }
+      throw new ConflictError(`The resource is being changed by others too often to apply this ${operation === 'modify' ? 'patch' : 'replacement'}; retry.`)
+    })
+    return respond(reply, written, view)
+  }
+
+  async function replaceResource (request: FastifyRequest, reply: FastifyReply) {
+    const { id } = request.params as { id: string }
+    return await change(request, reply, 'replace', current => ({ ...keptOf(current, request.principal), ...request.body as Fields, [model.idField]: id }))
   }
 
   const validateMerged = context.ajv.compile(mergedSchema(model))
   async function modifyResource (request: FastifyRequest, reply: FastifyReply) {
-    const { id } = request.params as { id: string }
-    const patch = request.body as Fields
-    checkIdUnchanged(model, patch, id)
-    for (let attempt = 1; attempt <= modifyAttempts; attempt++) {
-      const { record, preconditions } = await currentFor(request, id)
-      const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
-      const merged = mergePatch(current.data, patch) as Fields
+    return await change(request, reply, 'modify', current => {
+      const merged = mergePatch(current.data, request.body) as Fields
       if (!validateMerged(merged)) {
         // Ajv sets `errors` whenever validation fails.
         throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateMerged.errors as ErrorObject[]))
       }
-      // Always compare-and-set: the merge was computed from this version.
-      const written = await store.update(model, id, normalizeRecord(model, merged), { ifVersion: current.version })
-      if (written !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) return respond(reply, checkWritten(written, id, preconditions))
-    }
-    throw new ConflictError('The resource is being changed by others too often to apply this patch; retry.')
+      return merged
+    })
   }
 
   async function deleteResource (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
     const preconditions = readPreconditions(request.headers)
-    let how = {}
-    if (requireIfMatch || hasPreconditions(preconditions)) {
-      const { record } = await currentFor(request, id)
-      how = { ifVersion: record?.version }
-    }
-    checkWritten(await store.remove(model, id, how), id, preconditions)
+    await steps.run(async tx => {
+      let how = {}
+      let previous: StoredRecord | null = null
+      if (requireIfMatch || hasPreconditions(preconditions) || rules !== null) {
+        previous = (await currentFor(request, tx, steps.view(request), id)).record
+        how = { ifVersion: previous?.version }
+        await steps.requireWritable(tx, request, id, refusal)
+      }
+      await steps.before(tx, request, 'delete', id, null, previous)
+      checkWritten(await tx.remove(model, id, how), id, preconditions)
+      await steps.after(tx, request, 'delete', null, id, previous)
+    })
     return reply.code(204).send()
   }
 
   return { retrieve: retrieveResource, replace: replaceResource, modify: modifyResource, delete: deleteResource }
+}
+
+/** What sets apart the representations of callers who see different fields: part of the ETag. */
+export function hiddenVariant (view: ResourceModel): string {
+  return view.hidden === undefined ? '' : `-${[...view.hidden].join(',')}`
 }
 
 /** The id is the server's (spec "Shape of data"): a body may repeat it, never change it. */

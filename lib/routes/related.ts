@@ -2,9 +2,10 @@
 // related records of the items, one store call per relation (never one per item), and the count
 // an empty offset page past the end needs. The envelope shapes what these read.
 import type { RelationModel, ResourceModel } from '../registry/model.js'
-import type { Fields, ListQuery, Page, Store } from '../stores/store.js'
+import type { Fields, ListQuery, Page, Store, StoredRecord } from '../stores/store.js'
+import { readableFields } from '../query/list-query.js'
 import type { ListRequest } from '../query/list-query.js'
-import { needsPastEndCount } from '../envelope/index.js'
+import { needsPastEndCount, project } from '../envelope/index.js'
 import type { RelatedRecords } from '../envelope/index.js'
 import { compareText } from '../query/filter/evaluate.js'
 
@@ -17,10 +18,13 @@ export async function fetchRelated (store: Store, model: ResourceModel, items: F
 
 async function fetchRelation (store: Store, model: ResourceModel, relation: RelationModel, items: Fields[]): Promise<(item: Fields) => Fields | Fields[] | null> {
   const target = relation.target
+  // A caller's view of the target (rules/view.ts) leaves out the fields it may not read.
+  const shown = readableFields(target)
+  const dataOf = (record: StoredRecord) => project(record.data, shown)
   if (relation.kind === 'one') {
     const ids = [...new Set(items.map(item => item[relation.field]).filter(id => id !== null && id !== undefined))]
     const records = ids.length === 0 ? [] : await store.getMany(target, target.idField, ids)
-    const byId = new Map(records.map(record => [record.data[target.idField], record.data]))
+    const byId = new Map(records.map(record => [record.data[target.idField], dataOf(record)]))
     return item => byId.get(item[relation.field]) ?? null
   }
   const ids = items.map(item => item[model.idField])
@@ -29,8 +33,8 @@ async function fetchRelation (store: Store, model: ResourceModel, relation: Rela
   for (const record of [...records].sort((a, b) => compareIds(a.data[target.idField], b.data[target.idField]))) {
     const parent = record.data[relation.field]
     const children = byParent.get(parent)
-    if (children === undefined) byParent.set(parent, [record.data])
-    else children.push(record.data)
+    if (children === undefined) byParent.set(parent, [dataOf(record)])
+    else children.push(dataOf(record))
   }
   return item => byParent.get(item[model.idField]) ?? []
 }

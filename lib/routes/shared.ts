@@ -4,6 +4,7 @@ import type { ResourceModel } from '../registry/model.js'
 import type { Fields, Store } from '../stores/store.js'
 import { NotFoundError } from '../errors.js'
 import { formatHttpDate } from '../http/dates.js'
+import type { Views } from '../rules/view.js'
 
 /** Optional nullable fields left out are stored as null, so every store returns the same shape. */
 export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
@@ -21,7 +22,7 @@ export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Dat
 }
 
 /** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a path naming a record of `owner`, 404 when there is none. */
-export function capabilitiesHandler (methods: readonly string[], owner?: { readonly model: ResourceModel, readonly store: Store }) {
+export function capabilitiesHandler (methods: readonly string[], owner?: { readonly model: ResourceModel, readonly store: Store, readonly views: Views }) {
   const allow = methods.join(', ')
   const body = { data: { methods } }
   function queryCapabilities (_request: FastifyRequest, reply: FastifyReply) {
@@ -32,7 +33,8 @@ export function capabilitiesHandler (methods: readonly string[], owner?: { reado
   // On an item's path (or a nested collection's), the record it names must exist, as for GET.
   return async function queryRecordCapabilities (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
-    if (await owner.store.get(owner.model, id) === null) throw new NotFoundError(`${owner.model.singular} ${id}`)
+    // As the caller sees it: a record hidden from it is not there (rules/view.ts).
+    if (await owner.store.get(owner.views.forCaller(request.principal)(owner.model), id) === null) throw new NotFoundError(`${owner.model.singular} ${id}`)
     return queryCapabilities(request, reply)
   }
 }

@@ -8,6 +8,7 @@ import FindMyWay from 'find-my-way'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import type { AuthorizedOperation } from '../security/auth.js'
 import type { Store } from '../stores/store.js'
+import type { Views } from '../rules/view.js'
 import { produced } from '../http/negotiation.js'
 import { bodyTypes } from '../http/body-types.js'
 import { NotFoundError } from '../errors.js'
@@ -35,6 +36,8 @@ export interface RouteSpec {
   readonly resource: ResourceModel | null
   /** Where `resource`'s records are kept; null for the plugin's pages. */
   readonly store: Store | null
+  /** The resources as a caller sees them (rules/view.ts); null for the plugin's pages. */
+  readonly views: Views | null
   /** The route names one record, which authorization reads before deciding. */
   readonly item: boolean
   /** Media types the request body may have; empty when the operation reads none. */
@@ -133,6 +136,7 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Rout
           operation: row.operation,
           resource: at.resource,
           store: context.storeOf(at.resource),
+          views: context.views,
           item: row.item === true,
           bodyTypes: row.bodyTypes ?? [],
           responseTypes: produced,
@@ -156,7 +160,7 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     const relation = at.relation as RelationModel
     return row.operation === 'list'
       ? { schema: nestedListRouteSchema(parent, relation, options), handler: nestedListHandler(parent, relation, context) }
-      : { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options), handler: capabilitiesHandler(allow, { model: parent, store: context.storeOf(parent) }) }
+      : { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options), handler: capabilitiesHandler(allow, { model: parent, store: context.storeOf(parent), views: context.views }) }
   }
   switch (row.operation) {
     case 'list': return { schema: listRouteSchema(model, options), handler: handlers.list }
@@ -167,7 +171,7 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     case 'delete': return { schema: deleteRouteSchema(model, options), handler: handlers.delete }
     case 'capabilities': return at.place === 'collection'
       ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options), handler: capabilitiesHandler(allow) }
-      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { model, store: context.storeOf(model) }) }
+      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { model, store: context.storeOf(model), views: context.views }) }
   }
 }
 
@@ -189,7 +193,7 @@ export function refuseEmptyId (request: FastifyRequest, _reply: FastifyReply, do
  * read-only, public, and answering only its own media types (the Accept check reads `produces`).
  */
 export function pageSpec (page: Pick<RouteSpec, 'path' | 'allow' | 'operation' | 'schema' | 'handler' | 'responseTypes'> & { readonly config?: FastifyContextConfig }): RouteSpec {
-  return { method: 'GET', resource: null, store: null, item: false, bodyTypes: [], ...page, config: { public: true, produces: page.responseTypes, ...page.config } }
+  return { method: 'GET', resource: null, store: null, views: null, item: false, bodyTypes: [], ...page, config: { public: true, produces: page.responseTypes, ...page.config } }
 }
 
 /** Registers the route a spec describes, with the spec in its config. */

@@ -9,6 +9,7 @@ import { ForbiddenError, OptionsInvalidError, UnauthorizedError, withHeaders, wi
 import { decodeBase64 } from './base64.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import { readRecordOnce } from '../record-once.js'
+import type { Views } from '../rules/view.js'
 import { isPromise } from './edge.js'
 import type { MaybePromise } from './edge.js'
 
@@ -233,7 +234,7 @@ const operationWords: Readonly<Record<AuthorizedOperation, string>> = {
 }
 
 /** A route-level preParsing hook: the authorization check for one resource operation, before the body is read. */
-export function authorizationHook (authorize: NonNullable<AuthOptions['authorize']>, model: ResourceModel, store: Store, operation: AuthorizedOperation, item: boolean) {
+export function authorizationHook (authorize: NonNullable<AuthOptions['authorize']>, model: ResourceModel, store: Store, views: Views, operation: AuthorizedOperation, item: boolean) {
   const refusal = `These credentials do not allow ${operationWords[operation]} ${model.name}.`
   // Callback style, and synchronous when it can be: each await of an async hook cost more than the check.
   return function checkAuthorization (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (error: Error | null, payload?: RequestPayload) => void) {
@@ -245,6 +246,7 @@ export function authorizationHook (authorize: NonNullable<AuthOptions['authorize
     }
     if (!item) return decide(undefined, undefined)
     const id = (request.params as { id: string }).id
-    readRecordOnce(request, store, model, id).then(record => decide(id, record?.data ?? null), done)
+    // As the caller sees it: a record hidden from it reaches the check as none, as on the handler's path.
+    readRecordOnce(request, store, views.forCaller(request.principal)(model), id).then(record => decide(id, record?.data ?? null), done)
   }
 }

@@ -7,6 +7,7 @@ import type { ResolvedOptions } from '../options.js'
 import type { RouteSpec } from '../routes/table.js'
 import type { Store } from '../stores/store.js'
 import { authorizationHook, createAuthenticator } from './auth.js'
+import type { Views } from '../rules/view.js'
 import type { Authentication, Authenticator, AuthorizedOperation } from './auth.js'
 import { checkAuditHeaders, logAuditedWrite, writeMethods } from './audit-headers.js'
 import type { AuditValues } from './audit-headers.js'
@@ -55,7 +56,7 @@ export function authorizationFor (options: ResolvedOptions) {
   return function authorizationOf (_route: RouteOptions, spec: RouteSpec | undefined) {
     if (authorize === undefined || spec === undefined || spec.resource === null) return undefined
     // A route with a resource has its store.
-    return authorizationHook(authorize, spec.resource, spec.store as Store, spec.operation as AuthorizedOperation, spec.item)
+    return authorizationHook(authorize, spec.resource, spec.store as Store, spec.views as Views, spec.operation as AuthorizedOperation, spec.item)
   }
 }
 

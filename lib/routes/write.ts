@@ -1,0 +1,48 @@
+// The steps every write of a resource shares (docs/rules.md): one transaction when its rules need
+// one, the caller's views, the check that a record is the caller's to change, and the hooks.
+import type { FastifyRequest } from 'fastify'
+import type { ResourceModel } from '../registry/model.js'
+import type { Fields, Store, StoredRecord } from '../stores/store.js'
+import { ForbiddenError } from '../errors.js'
+import { transactionHandle, writeEvent } from '../rules/write.js'
+import type { WriteOperation } from '../rules/types.js'
+import type { RouteContext } from './context.js'
+
+export type WriteSteps = ReturnType<typeof writeSteps>
+
+export function writeSteps (model: ResourceModel, context: RouteContext) {
+  const store = context.storeOf(model)
+  const rules = context.rulesOf(model)
+  const transactional = rules?.transactional === true
+  const { beforeWrite, afterWrite } = rules?.hooks ?? {}
+  const checksResult = rules !== null && (rules.read !== null || rules.write !== null)
+
+  const hook = async (which: typeof beforeWrite, tx: Store, request: FastifyRequest, operation: WriteOperation, id: string, record: Fields | null, previous: StoredRecord | null) => {
+    if (which === undefined) return
+    const handle = transactionHandle(tx, store, context.models, context.storeOf, context.rulesOf, request.principal)
+    await which(writeEvent(operation, request.principal, id, record, previous, handle))
+  }
+
+  return {
+    rules,
+    /** Reads of the record a write changes lock it until the transaction ends. */
+    lock: transactional,
+    /** `work` in one transaction when rules or hooks take part in the write, else on the store. */
+    run: <T>(work: (tx: Store) => Promise<T>): Promise<T> => transactional ? store.transaction(work) : work(store),
+    /** The resource as the caller sees it. */
+    view: (request: FastifyRequest): ResourceModel => context.views.forCaller(request.principal)(model),
+    /** 403 unless record `id`, as it stands in `tx`, is among those the caller may change (rules.write). */
+    async requireWritable (tx: Store, request: FastifyRequest, id: string, refusal: string): Promise<void> {
+      if (!checksResult) return
+      if (await tx.get(context.views.writable(request.principal, model), id) === null) throw new ForbiddenError(refusal)
+    },
+    before: (tx: Store, request: FastifyRequest, operation: WriteOperation, id: string, record: Fields | null, previous: StoredRecord | null) =>
+      hook(beforeWrite, tx, request, operation, id, record, previous),
+    /** Runs afterWrite; returns the record as it stands once the hook is done (a hook may change it too). */
+    async after (tx: Store, request: FastifyRequest, operation: WriteOperation, written: StoredRecord | null, id: string, previous: StoredRecord | null): Promise<StoredRecord | null> {
+      if (afterWrite === undefined) return written
+      await hook(afterWrite, tx, request, operation, id, written?.data ?? null, previous)
+      return written === null ? null : await tx.get(model, id)
+    }
+  }
+}

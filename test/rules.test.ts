@@ -1,0 +1,286 @@
+// Application rules (docs/rules.md) seen from a client: row rules on every read path and write,
+// field rules with no oracle, server-set values, hooks in the write's transaction, the OpenAPI
+// marks, and the definitions refused at registration.
+import t from 'tap'
+import Fastify from 'fastify'
+import { Type } from '@sinclair/typebox'
+import apiConventions, { defineAuth, defineResource, errors, memoryStore, secretTable } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
+import type { Test } from 'tap'
+
+interface Caller { readonly user: string, readonly admin: boolean }
+
+const Topic = Type.Object({
+  id: Type.Readonly(Type.String()),
+  name: Type.String(),
+  postCount: Type.Readonly(Type.Integer())
+}, { additionalProperties: false })
+
+const Post = Type.Object({
+  id: Type.Readonly(Type.String()),
+  topicId: Type.String(),
+  title: Type.String({ minLength: 1 }),
+  private: Type.Optional(Type.Boolean({ default: false })),
+  secret: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  ownerId: Type.Readonly(Type.String()),
+  createdAt: Type.Readonly(Type.String({ format: 'date-time' })),
+  updatedAt: Type.Readonly(Type.String({ format: 'date-time' }))
+}, { additionalProperties: false, required: ['id', 'topicId', 'title', 'ownerId'] })
+
+const callers = { ann: 'ann-token', bob: 'bob-token', root: 'root-token' } as const
+const as = (who: keyof typeof callers) => ({ authorization: `Bearer ${callers[who]}` })
+const asJson = (who: keyof typeof callers) => ({ ...as(who), 'content-type': 'application/json' })
+
+function resources (store: Store) {
+  return [
+    defineResource({
+      name: 'topics',
+      singular: 'topic',
+      schema: Topic,
+      store,
+      relations: { posts: { kind: 'many', resource: 'posts', field: 'topicId' } },
+      serverValues: { postCount: { on: 'create', value: () => 0 } }
+    }),
+    defineResource({
+      name: 'posts',
+      singular: 'post',
+      schema: Post,
+      store,
+      relations: { topic: { kind: 'one', resource: 'topics', field: 'topicId' } },
+      rules: {
+        read: (caller: Caller | null) => caller?.admin === true ? null : 'private eq false or ownerId eq @principal.user',
+        write: (caller: Caller | null) => caller?.admin === true ? null : 'ownerId eq @principal.user',
+        fields: { secret: { read: caller => caller?.admin === true, write: caller => caller?.admin === true } }
+      },
+      serverValues: {
+        ownerId: { on: 'create', value: ({ principal }) => principal?.user ?? 'nobody' },
+        createdAt: { on: 'create', value: 'now' },
+        updatedAt: { on: 'write', value: 'now' }
+      },
+      hooks: {
+        async beforeWrite ({ record, tx }) {
+          if (record === null) return
+          const topic = await tx.get('topics', record.topicId, { lock: true })
+          if (topic === null) throw errors.withInvalidParams(new errors.UnprocessableError('No such topic.'), [{ name: 'topicId', reason: 'names no topic' }])
+          if (record.title === 'forbidden') throw errors.withInvalidParams(new errors.ConflictError('That title is taken.'), [{ name: 'title', reason: 'is taken' }])
+        },
+        async afterWrite ({ record, previous, tx }) {
+          for (const topicId of new Set([record?.topicId, previous?.topicId])) {
+            if (topicId === undefined) continue
+            await tx.get('topics', topicId, { lock: true })
+            const posts = await tx.list('posts', { filter: `topicId eq '${topicId}'` })
+            await tx.update('topics', topicId, { postCount: posts.length })
+            if (record?.title === 'explode after') throw new Error('the hook failed halfway')
+          }
+        }
+      }
+    })
+  ]
+}
+
+async function build (t: Test, store: Store = memoryStore()) {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  const lookUp = secretTable<Caller>([
+    [callers.ann, { user: 'ann', admin: false }],
+    [callers.bob, { user: 'bob', admin: false }],
+    [callers.root, { user: 'root', admin: true }]
+  ])
+  await app.register(apiConventions, {
+    prefix: '/v1',
+    cursorSecret: 'a-test-secret-of-enough-length',
+    auth: defineAuth<Caller>({ bearer: token => lookUp(token) }),
+    resources: resources(store)
+  })
+  await app.ready()
+  const topic = (await app.inject({ method: 'POST', url: '/v1/topics', headers: asJson('root'), payload: { name: 'General' } })).json().data.topic
+  const post = async (who: keyof typeof callers, body: Record<string, unknown>) => {
+    const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: asJson(who), payload: { topicId: topic.id, ...body } })
+    t.equal(res.statusCode, 201, res.body)
+    return res.json().data.post as Record<string, unknown> & { id: string }
+  }
+  const annPublic = await post('ann', { title: 'ann public' })
+  const annPrivate = await post('ann', { title: 'ann private', private: true })
+  const bobPrivate = await post('bob', { title: 'bob private', private: true })
+  return { app, topic, post, annPublic, annPrivate, bobPrivate }
+}
+
+const titles = (res: { json: () => any }) => (res.json().data.posts as Array<{ title: string }>).map(p => p.title).sort()
+
+t.test('a caller sees public rows and its own, on every read path', async t => {
+  const { app, topic, annPrivate, bobPrivate } = await build(t)
+  const list = await app.inject({ url: '/v1/posts?total=true', headers: as('bob') })
+  t.same(titles(list), ['ann public', 'bob private'])
+  t.equal(list.json().meta.total, 2, 'total counts only visible rows')
+  t.same(titles(await app.inject({ url: '/v1/posts', headers: as('root') })), ['ann private', 'ann public', 'bob private'], 'the rule function lets admin see all')
+  const hidden = await app.inject({ url: `/v1/posts/${annPrivate.id}`, headers: as('bob') })
+  const madeUp = await app.inject({ url: '/v1/posts/no-such-post', headers: as('bob') })
+  t.equal(hidden.statusCode, 404)
+  t.same({ ...hidden.json(), detail: '', instance: '' }, { ...madeUp.json(), detail: '', instance: '' }, 'the same problem as an id that never existed')
+  t.equal(hidden.json().detail, `post ${annPrivate.id} was not found.`)
+  t.equal((await app.inject({ method: 'HEAD', url: `/v1/posts/${annPrivate.id}`, headers: as('bob') })).statusCode, 404)
+  t.equal((await app.inject({ method: 'OPTIONS', url: `/v1/posts/${annPrivate.id}`, headers: as('bob') })).statusCode, 404)
+  t.equal((await app.inject({ url: `/v1/posts/${bobPrivate.id}`, headers: as('bob') })).statusCode, 200, 'its own private row')
+  t.same(titles(await app.inject({ url: `/v1/topics/${topic.id}/posts`, headers: as('bob') })), ['ann public', 'bob private'], 'nested collection')
+  const expanded = await app.inject({ url: `/v1/topics/${topic.id}?expand=posts`, headers: as('bob') })
+  t.same((expanded.json().data.topic.posts as Array<{ title: string }>).map(p => p.title).sort(), ['ann public', 'bob private'], 'expand')
+  const included = await app.inject({ url: '/v1/topics?include=posts', headers: as('bob') })
+  t.same(included.json().links.filter((l: { rel: string }) => l.rel === 'posts').length, 2, 'include')
+  const related = await app.inject({ url: "/v1/topics?filter=posts/title eq 'ann private'", headers: as('bob') })
+  t.same(related.json().data.topics, [], 'a related-path filter finds no hidden row')
+  const relatedAnn = await app.inject({ url: "/v1/topics?filter=posts/title eq 'ann private'", headers: as('ann') })
+  t.equal(relatedAnn.json().data.topics.length, 1, 'while its owner finds it')
+})
+
+t.test('paging walks only visible rows and a token cannot reach others', async t => {
+  const { app, post } = await build(t)
+  for (let i = 0; i < 5; i++) await post('ann', { title: `ann hidden ${i}`, private: true })
+  const seen: string[] = []
+  let url: string | undefined = '/v1/posts?pageSize=1&sort=title'
+  while (url !== undefined) {
+    const res: Awaited<ReturnType<typeof app.inject>> = await app.inject({ url, headers: as('bob') })
+    t.equal(res.statusCode, 200)
+    seen.push(...titles(res))
+    url = res.json().links.find((l: { rel: string }) => l.rel === 'next')?.href
+  }
+  t.same(seen, ['ann public', 'bob private'])
+})
+
+t.test('writes: 404 for a row the caller cannot see, 403 for one it may not change, allowed for its own', async t => {
+  const { app, annPublic, annPrivate, bobPrivate } = await build(t)
+  const patch = (who: keyof typeof callers, id: string, headers: Record<string, string> = {}) =>
+    app.inject({ method: 'PATCH', url: `/v1/posts/${id}`, headers: { ...asJson(who), ...headers }, payload: { title: 'changed' } })
+  t.equal((await patch('bob', annPrivate.id)).statusCode, 404)
+  t.equal((await patch('bob', annPrivate.id, { 'if-match': '"1"' })).statusCode, 412, 'with If-Match: as for a row that does not exist')
+  t.equal((await patch('bob', 'no-such', { 'if-match': '"1"' })).statusCode, 412)
+  const refused = await patch('bob', annPublic.id)
+  t.equal(refused.statusCode, 403)
+  t.equal(refused.json().detail, 'You may not change this post.')
+  t.equal((await app.inject({ method: 'PUT', url: `/v1/posts/${annPublic.id}`, headers: asJson('bob'), payload: { topicId: annPublic.topicId, title: 'x' } })).statusCode, 403)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${annPublic.id}`, headers: as('bob') })).statusCode, 403)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${annPrivate.id}`, headers: as('bob') })).statusCode, 404)
+  const own = await patch('bob', bobPrivate.id)
+  t.equal(own.statusCode, 200)
+  t.equal(own.json().data.post.title, 'changed')
+  t.equal((await patch('root', annPrivate.id)).statusCode, 200, 'admin changes any row')
+  t.equal((await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('ann') })).json().data.post.title, 'ann public', 'refused writes changed nothing')
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${bobPrivate.id}`, headers: as('bob') })).statusCode, 204)
+})
+
+t.test('server-set values: from the caller and the clock, read-only to clients, kept or renewed', async t => {
+  const { app, annPublic } = await build(t)
+  t.equal(annPublic.ownerId, 'ann')
+  t.match(annPublic.createdAt, /^\d{4}-\d\d-\d\dT/)
+  t.equal(annPublic.updatedAt, annPublic.createdAt)
+  for (const field of ['ownerId', 'createdAt', 'updatedAt']) {
+    const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: asJson('ann'), payload: { topicId: annPublic.topicId, title: 't', [field]: 'x' } })
+    t.equal(res.statusCode, 400, field)
+    t.same(res.json().invalidParams, [{ name: field, reason: 'is read-only and set by the server' }])
+  }
+  await new Promise(resolve => setTimeout(resolve, 5))
+  const replaced = (await app.inject({ method: 'PUT', url: `/v1/posts/${annPublic.id}`, headers: asJson('ann'), payload: { topicId: annPublic.topicId, title: 'again' } })).json().data.post
+  t.equal(replaced.ownerId, 'ann')
+  t.equal(replaced.createdAt, annPublic.createdAt, 'on create only: never changes')
+  t.ok(replaced.updatedAt > String(annPublic.updatedAt), 'on every write: renewed')
+})
+
+t.test('a field a caller may not read does not exist for it; one it may not write is refused', async t => {
+  const { app, annPublic } = await build(t)
+  t.equal((await app.inject({ method: 'PATCH', url: `/v1/posts/${annPublic.id}`, headers: asJson('root'), payload: { secret: 'for admins' } })).statusCode, 200)
+  const asAnn = (await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('ann') }))
+  t.notOk('secret' in asAnn.json().data.post, 'absent from the response')
+  const asRoot = (await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('root') }))
+  t.equal(asRoot.json().data.post.secret, 'for admins')
+  t.not(asAnn.headers.etag, asRoot.headers.etag, 'different representations, different tags')
+  t.notOk((await app.inject({ url: '/v1/posts', headers: as('ann') })).json().data.posts.some((p: object) => 'secret' in p), 'absent from lists')
+  for (const query of ['fields=secret', "filter=secret eq 'x'", 'sort=secret', 'secret=x']) {
+    const hidden = await app.inject({ url: `/v1/posts?${query}`, headers: as('ann') })
+    const madeUp = await app.inject({ url: `/v1/posts?${query.replaceAll('secret', 'nonesuch')}`, headers: as('ann') })
+    t.equal(hidden.statusCode, 400, query)
+    t.same(hidden.json().invalidParams, JSON.parse(JSON.stringify(madeUp.json().invalidParams).replaceAll('nonesuch', 'secret')), `${query}: the answer a made-up name gets`)
+    t.equal((await app.inject({ url: `/v1/posts?${query}`, headers: as('root') })).statusCode, 200, `${query} for admin`)
+  }
+  const item = await app.inject({ url: `/v1/posts/${annPublic.id}?fields=secret`, headers: as('ann') })
+  t.equal(item.statusCode, 400)
+  for (const method of ['PATCH', 'PUT'] as const) {
+    const res = await app.inject({ method, url: `/v1/posts/${annPublic.id}`, headers: asJson('ann'), payload: { topicId: annPublic.topicId, title: 'x', secret: 'mine' } })
+    t.equal(res.statusCode, 400, method)
+    t.same(res.json().invalidParams, [{ name: 'secret', reason: 'is not a field of this resource' }])
+  }
+  for (const [method, url] of [['POST', '/v1/posts'], ['PUT', `/v1/posts/${annPublic.id}`], ['PATCH', `/v1/posts/${annPublic.id}`]] as const) {
+    const body = (name: string) => ({ topicId: annPublic.topicId, title: '', [name]: 'mine' })
+    const hidden = await app.inject({ method, url, headers: asJson('ann'), payload: body('secret') })
+    const madeUp = await app.inject({ method, url, headers: asJson('ann'), payload: body('nonesuch') })
+    t.same(hidden.json(), JSON.parse(madeUp.body.replaceAll('nonesuch', 'secret')), `${method}: with other problems too, the answer a made-up name gets`)
+    t.equal(hidden.json().invalidParams.length, 2)
+  }
+  const replaced = await app.inject({ method: 'PUT', url: `/v1/posts/${annPublic.id}`, headers: asJson('ann'), payload: { topicId: annPublic.topicId, title: 'replaced' } })
+  t.equal(replaced.statusCode, 200)
+  t.equal((await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('root') })).json().data.post.secret, 'for admins', 'a REPLACE keeps what the caller could not send')
+})
+
+t.test('hooks: business rules refuse with a problem, derived values change in the same transaction', async t => {
+  const { app, topic, post, annPublic } = await build(t)
+  const count = async () => (await app.inject({ url: `/v1/topics/${topic.id}`, headers: as('root') }))
+  const before = await count()
+  t.equal(before.json().data.topic.postCount, 3)
+  const taken = await app.inject({ method: 'POST', url: '/v1/posts', headers: asJson('ann'), payload: { topicId: topic.id, title: 'forbidden' } })
+  t.equal(taken.statusCode, 409)
+  t.same(taken.json().invalidParams, [{ name: 'title', reason: 'is taken' }])
+  const missing = await app.inject({ method: 'POST', url: '/v1/posts', headers: asJson('ann'), payload: { topicId: 'nope', title: 'x' } })
+  t.equal(missing.statusCode, 422)
+  t.same(missing.json().invalidParams, [{ name: 'topicId', reason: 'names no topic' }])
+  const failing = await app.inject({ method: 'POST', url: '/v1/posts', headers: asJson('ann'), payload: { topicId: topic.id, title: 'explode after' } })
+  t.equal(failing.statusCode, 500)
+  const after = await count()
+  t.equal(after.json().data.topic.postCount, 3, 'a hook failing halfway leaves the topic as it was')
+  t.equal(after.headers.etag, before.headers.etag)
+  t.same(titles(await app.inject({ url: '/v1/posts', headers: as('root') })).includes('explode after'), false, '…and no post')
+  await post('bob', { title: 'one more' })
+  const grown = await count()
+  t.equal(grown.json().data.topic.postCount, 4)
+  t.not(grown.headers.etag, before.headers.etag, 'the derived write moves the version')
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/posts/${annPublic.id}`, headers: as('ann') })).statusCode, 204)
+  t.equal((await count()).json().data.topic.postCount, 3)
+  const creates = await Promise.all(Array.from({ length: 50 }, (_, i) =>
+    app.inject({ method: 'POST', url: '/v1/posts', headers: asJson(i % 2 === 0 ? 'ann' : 'bob'), payload: { topicId: topic.id, title: `parallel ${i}` } })))
+  t.same(new Set(creates.map(res => res.statusCode)), new Set([201]))
+  t.equal((await count()).json().data.topic.postCount, 53, '50 parallel creates, counted exactly')
+})
+
+t.test('the OpenAPI document marks restricted and server-set fields', async t => {
+  const { app } = await build(t)
+  const properties = (await app.inject({ url: '/v1/openapi.json' })).json().components.schemas.Post.properties
+  t.same(properties.secret['x-restricted'], ['read', 'write'])
+  t.match(properties.secret.description, /only some callers may read and write it/)
+  t.match(properties.createdAt.description, /Set by the server when the record is created/)
+  t.match(properties.updatedAt.description, /Set by the server on every write/)
+  t.notOk('x-restricted' in properties.title)
+})
+
+t.test('definitions the rules cannot serve stop registration', async t => {
+  const attempt = async (extra: Record<string, unknown>) => {
+    const app = Fastify({ logger: false })
+    t.teardown(() => app.close())
+    const [topics, posts] = resources(memoryStore())
+    try {
+      await app.register(apiConventions, { resources: [topics, { ...posts, rules: undefined, serverValues: undefined, hooks: undefined, ...extra }] })
+      await app.ready()
+      return 'ready'
+    } catch (error) {
+      return (error as Error).message
+    }
+  }
+  t.match(await attempt({ rules: { read: 'nonesuch eq 1' } }), /posts\.rules\.read: unknown field 'nonesuch' in 'nonesuch eq 1'/)
+  t.match(await attempt({ rules: { read: 'title eq' } }), /posts\.rules\.read: .* in 'title eq'/)
+  t.match(await attempt({ rules: { read: 42 } }), /posts\.rules\.read: must be a filter string or a function/)
+  t.match(await attempt({ rules: { fields: { nonesuch: {} } } }), /posts\.rules\.fields\.nonesuch: names no field/)
+  t.match(await attempt({ rules: { fields: { title: { read: () => false } } } }), /cannot be hidden/)
+  t.match(await attempt({ rules: { fields: { secret: { reed: () => false } } } }), /unknown key 'reed'/)
+  t.match(await attempt({ rules: { raed: 'title eq 1' } }), /posts\.rules\.raed is not a known key; did you mean "read"\?/)
+  t.match(await attempt({ serverValues: { title: { on: 'create', value: () => 'x' } } }), /posts\.serverValues\.title: must name a read-only field/)
+  t.match(await attempt({ serverValues: { ownerId: { on: 'sometimes', value: () => 'x' } } }), /on must be 'create' or 'write'/)
+  t.match(await attempt({ serverValues: { ownerId: { on: 'create', value: 'now' } } }), /value must be a function of the write, or 'now' for a date-time field/)
+  t.match(await attempt({ hooks: { afterwrite: () => {} } }), /posts\.hooks\.afterwrite: hooks are beforeWrite and afterWrite/)
+  t.equal(await attempt({ rules: { read: 'ownerId eq @principal.user', write: '' } }), 'ready', 'a placeholder fills in as null when checked')
+})
