@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import { defineResource, errors } from '../../lib/index.js'
-import type { Fields, ResourceDefinition, Store } from '../../lib/index.js'
+import type { Fields, Store, Transaction } from '../../lib/index.js'
 import type { DemoPrincipal } from '../app.js'
 
 export const Review = Type.Object({
@@ -20,10 +20,6 @@ export const Review = Type.Object({
 }, { additionalProperties: false })
 
 export type ReviewRecord = Static<typeof Review>
-
-// What a hook receives, read off the definition type the public entry exports.
-type Hooks = NonNullable<ResourceDefinition<typeof Review, DemoPrincipal>['hooks']>
-type Transaction = Parameters<NonNullable<Hooks['afterWrite']>>[0]['tx']
 
 const isAdmin = (principal: DemoPrincipal | null): boolean => principal?.right === 'admin'
 
