@@ -2,6 +2,7 @@
 // kept across restarts; meant for tests, demos and small data.
 // LIST reads a sorted index per table and sort order, kept current by every write, so a page
 // costs a binary search and a scan to limit + 1 matches, not a sort of the table.
+// Transactions run one at a time and undo their writes from a journal when their work throws.
 import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
@@ -36,6 +37,13 @@ export interface MemoryStoreOptions {
   readonly now?: () => Date
 }
 
+/** One write of a transaction, to undo: the record it replaced or removed, or none when it created one. */
+interface Undo {
+  readonly model: ResourceModel
+  readonly id: string
+  readonly previous: StoredRecord | undefined
+}
+
 /** Sort indexes kept per table; each costs one array of references and a splice per write. */
 export const INDEXES_PER_TABLE = 16
 /** Predicates kept per table by structure before that cache starts over. */
@@ -43,10 +51,20 @@ export const SHAPES_PER_TABLE = 500
 
 const memoryStoreKeys = knownKeys({ now: true } satisfies Record<keyof MemoryStoreOptions, true>)
 
+/**
+ * Transactions run one at a time; while one runs, writes made outside it wait until it ends, so
+ * they never interleave with its steps. Reads are not held back: they may see a transaction's
+ * writes before it ends (and writes it then undoes). `get`'s `lock` changes nothing here.
+ */
 export function memoryStore (options: MemoryStoreOptions = {}): Store {
   refuseUnknownKeys(options, memoryStoreKeys, 'memoryStore')
   const now = options.now ?? (() => new Date())
   const tables = new Map<string, Table>()
+  /** A view's filter predicates: through its relations, paths may reach other views. */
+  const viewPredicates = new WeakMap<ResourceModel, WeakMap<FilterNode, Predicate>>()
+  /** The end of the last transaction (or write waiting behind one) queued; `waiting` counts them. */
+  let queue: Promise<unknown> = Promise.resolve()
+  let waiting = 0
 
   function table (model: ResourceModel): Table {
     let found = tables.get(model.name)
@@ -54,15 +72,51 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     return found
   }
 
-  /** Candidate values of a filter path for one record (filter/evaluate.ts contract). */
+  /**
+   * Candidate values of a filter path for one record (filter/evaluate.ts contract). A target that
+   * is a view offers only its visible records: a hidden parent is a missing one (null).
+   */
   function resolvePath (model: ResourceModel, record: Fields, path: readonly string[]): readonly unknown[] {
     if (path.length === 1) return [record[path[0]]]
     const relation = model.relations.get(path[0]) as RelationModel
-    if (relation.kind === 'one') return [table(relation.target).rows.get(record[relation.field] as string)?.data[path[1]] ?? null]
+    const { target } = relation
+    const shown = target.visible === undefined ? null : visiblePredicate(target)
+    if (relation.kind === 'one') {
+      const parent = table(target).rows.get(record[relation.field] as string)
+      if (shown !== null && parent !== undefined && !shown(parent.data)) return [null]
+      return [parent?.data[path[1]] ?? null]
+    }
     const id = record[model.idField]
     const values: unknown[] = []
-    for (const child of table(relation.target).rows.values()) if (child.data[relation.field] === id) values.push(child.data[path[1]])
+    for (const child of table(target).rows.values()) {
+      if (child.data[relation.field] === id && (shown === null || shown(child.data))) values.push(child.data[path[1]])
+    }
     return values
+  }
+
+  /**
+   * Which records of a view are visible. Its filter speaks of stored records, so it is evaluated
+   * on the registered model, as any filter of that model (and cached with them).
+   */
+  function visiblePredicate (view: ResourceModel): Predicate {
+    return predicateFor(view.base ?? view, view.visible as FilterNode)
+  }
+
+  /** A filter on a view, whose related paths may reach views: cached per view, apart from the registered model's. */
+  function viewPredicateFor (view: ResourceModel, filter: FilterNode): Predicate {
+    let predicates = viewPredicates.get(view)
+    if (predicates === undefined) viewPredicates.set(view, predicates = new WeakMap())
+    let predicate = predicates.get(filter)
+    if (predicate === undefined) predicates.set(filter, predicate = compilePredicate(filter, (record, path) => resolvePath(view, record, path)))
+    return predicate
+  }
+
+  /** The records a LIST of a view reads: its visible ones that match the filter. */
+  function viewMatcher (view: ResourceModel, filter: FilterNode | null): Predicate | null {
+    const matches = filter === null ? null : viewPredicateFor(view, filter)
+    if (view.visible === undefined) return matches
+    const shown = visiblePredicate(view)
+    return matches === null ? shown : record => shown(record) && matches(record)
   }
 
   function predicateFor (model: ResourceModel, filter: FilterNode): Predicate {
@@ -121,19 +175,23 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     }
   }
 
-  function write (model: ResourceModel, id: string, fields: Fields, previous: StoredRecord | undefined): StoredRecord {
+  function write (model: ResourceModel, id: string, fields: Fields, previous: StoredRecord | undefined, journal: Undo[] | null): StoredRecord {
     // Date-times kept as the SQL store keeps them, so both answer and sort alike (values.ts).
     const data = storedFields(model, fields)
     checkRelated(model, data)
     const record = Object.freeze({ data: Object.freeze(data), version: (previous?.version ?? 0) + 1, modifiedAt: now() })
     table(model).rows.set(id, record)
     reindex(model, previous, record)
+    journal?.push({ model, id, previous })
     return record
   }
 
-  return {
+  /** The store's reads: a transaction's store reads as the store does. */
+  const reads: Pick<Store, 'list' | 'get' | 'getMany'> = {
     async list (model: ResourceModel, query: ListQuery): Promise<Page> {
-      const predicate = query.filter === null ? null : predicateFor(model, query.filter)
+      const predicate = model.base === undefined
+        ? (query.filter === null ? null : predicateFor(model, query.filter))
+        : viewMatcher(model, query.filter)
       const index = indexFor(model, query.sort)
       const { window, limit } = query
       let page: Pick<Page, 'items' | 'hasMore'>
@@ -152,43 +210,110 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     },
 
     async get (model, id) {
-      return table(model).rows.get(id) ?? null
+      const record = table(model).rows.get(id)
+      if (record === undefined) return null
+      return model.visible === undefined || visiblePredicate(model)(record.data) ? record : null
     },
 
     async getMany (model, field, values) {
       const wanted = new Set(values)
       const { rows } = table(model)
-      if (field === model.idField) return [...wanted].flatMap(id => rows.get(id as string) ?? [])
-      return [...rows.values()].filter(record => wanted.has(record.data[field]))
-    },
+      const found = field === model.idField
+        ? [...wanted].flatMap(id => rows.get(id as string) ?? [])
+        : [...rows.values()].filter(record => wanted.has(record.data[field]))
+      if (model.visible === undefined) return found
+      const shown = visiblePredicate(model)
+      return found.filter(record => shown(record.data))
+    }
+  }
 
-    async create (model, fields) {
-      const id = fields[model.idField] as string
-      if (table(model).rows.has(id)) throw new ConflictError(`A ${model.singular} with this id already exists.`)
-      return write(model, id, fields, undefined)
-    },
+  // Writes take the registered model: a view's fields and relations may be fewer. In a
+  // transaction, each write notes in its journal what it replaced, once it is done.
+  function create (journal: Undo[] | null, view: ResourceModel, fields: Fields): StoredRecord {
+    const model = view.base ?? view
+    const id = fields[model.idField] as string
+    if (table(model).rows.has(id)) throw new ConflictError(`A ${model.singular} with this id already exists.`)
+    return write(model, id, fields, undefined, journal)
+  }
 
-    async update (model, id, fields, how: WriteOptions = {}) {
-      const previous = table(model).rows.get(id)
-      if (previous === undefined) return null
-      if (how.ifVersion !== undefined && how.ifVersion !== previous.version) return VERSION_MISMATCH
-      return write(model, id, fields, previous)
-    },
+  function update (journal: Undo[] | null, view: ResourceModel, id: string, fields: Fields, how: WriteOptions = {}): StoredRecord | null | typeof VERSION_MISMATCH {
+    const model = view.base ?? view
+    const previous = table(model).rows.get(id)
+    if (previous === undefined) return null
+    if (how.ifVersion !== undefined && how.ifVersion !== previous.version) return VERSION_MISMATCH
+    return write(model, id, fields, previous, journal)
+  }
 
-    async remove (model, id, how: WriteOptions = {}) {
+  function remove (journal: Undo[] | null, view: ResourceModel, id: string, how: WriteOptions = {}): boolean | typeof VERSION_MISMATCH {
+    const model = view.base ?? view
+    const { rows } = table(model)
+    const previous = rows.get(id)
+    if (previous === undefined) return false
+    if (how.ifVersion !== undefined && how.ifVersion !== previous.version) return VERSION_MISMATCH
+    for (const relation of model.relations.values()) {
+      if (relation.kind !== 'many') continue
+      for (const child of table(relation.target).rows.values()) if (child.data[relation.field] === id) throw hasChildrenError(relation, model.singular)
+    }
+    rows.delete(id)
+    reindex(model, previous, undefined)
+    journal?.push({ model, id, previous })
+    return true
+  }
+
+  /** Runs `step` once every transaction queued before it has ended, however it ended. */
+  function serialize<T> (step: () => T | Promise<T>): Promise<T> {
+    waiting++
+    const result = queue.then(step)
+    queue = result.then(settle, settle)
+    return result
+  }
+  const settle = () => { waiting-- }
+
+  /** Puts back, newest first, what the journal's writes replaced: map and index work, which cannot fail. */
+  function undo (journal: readonly Undo[]) {
+    for (let at = journal.length - 1; at >= 0; at--) {
+      const { model, id, previous } = journal[at]
       const { rows } = table(model)
-      const previous = rows.get(id)
-      if (previous === undefined) return false
-      if (how.ifVersion !== undefined && how.ifVersion !== previous.version) return VERSION_MISMATCH
-      for (const relation of model.relations.values()) {
-        if (relation.kind !== 'many') continue
-        for (const child of table(relation.target).rows.values()) if (child.data[relation.field] === id) throw hasChildrenError(relation, model.singular)
-      }
-      rows.delete(id)
-      reindex(model, previous, undefined)
-      return true
-    },
+      const current = rows.get(id)
+      if (previous === undefined) rows.delete(id)
+      else rows.set(id, previous)
+      reindex(model, current, previous)
+    }
+  }
 
+  async function run<T> (work: (store: Store) => Promise<T>): Promise<T> {
+    const journal: Undo[] = []
+    const store: Store = {
+      ...reads,
+      create: async (model, fields) => create(journal, model, fields),
+      update: async (model, id, fields, how) => update(journal, model, id, fields, how),
+      remove: async (model, id, how) => remove(journal, model, id, how),
+      // A transaction inside this one joins it.
+      transaction: async inner => await inner(store),
+      // The store that began the transaction owns the tables.
+      async close () {}
+    }
+    try {
+      return await work(store)
+    } catch (error) {
+      undo(journal)
+      throw error
+    }
+  }
+
+  // Outside a transaction a write happens at once, unless transactions are queued: then after them.
+  return {
+    ...reads,
+    async create (model, fields) {
+      return waiting === 0 ? create(null, model, fields) : await serialize(() => create(null, model, fields))
+    },
+    async update (model, id, fields, how) {
+      return waiting === 0 ? update(null, model, id, fields, how) : await serialize(() => update(null, model, id, fields, how))
+    },
+    async remove (model, id, how) {
+      return waiting === 0 ? remove(null, model, id, how) : await serialize(() => remove(null, model, id, how))
+    },
+    transaction: async work => await serialize(async () => await run(work)),
     async close () {
       tables.clear()
     }

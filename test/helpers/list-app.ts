@@ -8,7 +8,7 @@ import { create } from './app.js'
 export type Item = Record<string, unknown> & { id: string }
 export interface Link { rel: string, href: string, [member: string]: string }
 
-/** A store that forwards to a memory store and records every list query and getMany call. */
+/** A store that forwards to a memory store and records every list query and getMany call (outside transactions). */
 export interface SpyStore extends Store {
   readonly lists: ListQuery[]
   readonly getManyCalls: Array<{ resource: string, field: string, values: readonly unknown[] }>
@@ -28,10 +28,11 @@ export function spyStore (inner: Store = memoryStore()): SpyStore {
       getManyCalls.push({ resource: model.name, field, values })
       return inner.getMany(model, field, values)
     },
-    get: (model, id) => inner.get(model, id),
+    get: (model, id, options) => inner.get(model, id, options),
     create: (model, fields) => inner.create(model, fields),
     update: (model, id, fields, how) => inner.update(model, id, fields, how),
     remove: (model, id, how) => inner.remove(model, id, how),
+    transaction: work => inner.transaction(work),
     close: () => inner.close()
   }
 }

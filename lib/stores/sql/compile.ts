@@ -37,9 +37,11 @@ const ESCAPE = raw(String.raw` ESCAPE E'\\'`)
 /** The page's rows on the near side of a nullable first key's NULL group, when it splits the page. */
 const NEAR = 'near'
 
-export function compileList (table: Table, query: ListQuery, context: CompileContext): CompiledList {
+/** `model`: the model read, the table's own or a view of it (whose visible records alone are listed). */
+export function compileList (table: Table, query: ListQuery, context: CompileContext, model: ResourceModel = table.model): CompiledList {
   const where: Sql[] = []
-  if (query.filter !== null) where.push(compileFilter(table, query.filter, context))
+  if (query.filter !== null) where.push(compileFilter(table, query.filter, context, model))
+  if (model.visible !== undefined) where.push(compileFilter(table, model.visible, context))
   const from = sql`${table.ref} AS ${ident(MAIN)}`
   const count = query.total ? sql`SELECT count(*) FROM ${from}${whereClause(where)}` : undefined
   const { window } = query
@@ -132,18 +134,34 @@ function beyond (keys: readonly Key[]): Sql {
   return sql`(${join(terms, ' OR ')})`
 }
 
-/** The filter as a WHERE condition; `not` is pushed down to the atoms so SQL's NULL never leaks into logic. */
-export function compileFilter (table: Table, filter: FilterNode, context: CompileContext): Sql {
-  let aliases = 0
-  const condition = (node: FilterNode, negated: boolean): Sql => {
+/**
+ * The filter as a WHERE condition on the table aliased `t0`; `not` is pushed down to the atoms so
+ * SQL's NULL never leaks into logic. Related paths follow the relations of `model`, the table's
+ * own or a view of it: a target that is a view offers only its visible records as candidates.
+ * A view's own `visible` is compiled on the table's model: it speaks of stored records.
+ */
+export function compileFilter (table: Table, filter: FilterNode, context: CompileContext, model: ResourceModel = table.model): Sql {
+  return condition({ context, aliases: 0 }, table, MAIN, model, filter)
+}
+
+/** What the conditions of one statement share: every subquery takes the next alias, `t1`, `t2`… */
+interface Scope {
+  readonly context: CompileContext
+  aliases: number
+}
+
+/** `filter` on `table` aliased `alias`, its paths through the relations of `model`. */
+function condition (scope: Scope, table: Table, alias: string, model: ResourceModel, filter: FilterNode): Sql {
+  const { context } = scope
+  const logic = (node: FilterNode, negated: boolean): Sql => {
     switch (node.kind) {
       case 'and':
       case 'or': {
         const conjunction = (node.kind === 'and') !== negated
-        return sql`(${condition(node.left, negated)} ${raw(conjunction ? 'AND' : 'OR')} ${condition(node.right, negated)})`
+        return sql`(${logic(node.left, negated)} ${raw(conjunction ? 'AND' : 'OR')} ${logic(node.right, negated)})`
       }
       case 'not':
-        return condition(node.operand, !negated)
+        return logic(node.operand, !negated)
       default:
         return atom(node, negated)
     }
@@ -156,32 +174,35 @@ export function compileFilter (table: Table, filter: FilterNode, context: Compil
    */
   const atom = (node: Atom, negated: boolean): Sql => {
     const paths = fieldPaths(node)
-    const lonelyOne = paths.length === 1 && paths[0].length === 2 && relationOf(table.model, paths[0]).kind === 'one'
+    const lonelyOne = paths.length === 1 && paths[0].length === 2 && relationOf(model, paths[0]).kind === 'one'
     const from: Sql[] = []
     const correlations: Sql[] = []
     const ref = (path: readonly string[]): Sql => {
-      if (path.length === 1) return columnRef(MAIN, column(table, path[0]))
-      const relation = relationOf(table.model, path)
+      if (path.length === 1) return columnRef(alias, column(table, path[0]))
+      const relation = relationOf(model, path)
       const target = context.tableOf(relation.target)
-      const alias = ident(`t${++aliases}`)
-      const value = columnRef(`t${aliases}`, column(target, path[1]))
+      const name = `t${++scope.aliases}`
+      const value = columnRef(name, column(target, path[1]))
       const correlation = relation.kind === 'one'
-        ? sql`${alias}.${ident(target.id.name)} = ${ident(MAIN, column(table, relation.field).name)}`
-        : sql`${alias}.${ident(column(target, relation.field).name)} = ${ident(MAIN, table.id.name)}`
+        ? sql`${ident(name, target.id.name)} = ${ident(alias, column(table, relation.field).name)}`
+        : sql`${ident(name, column(target, relation.field).name)} = ${ident(alias, table.id.name)}`
+      // A hidden target is no candidate: a hidden parent is as missing as an absent one.
+      const { visible } = relation.target
+      const conditions = visible === undefined ? [correlation] : [correlation, condition(scope, target, name, target.model, visible)]
       // Beside other operands a 'one' path is a scalar subquery: exactly one candidate, NULL when missing.
-      if (relation.kind === 'one' && !lonelyOne) return sql`(SELECT ${value} FROM ${target.ref} AS ${alias} WHERE ${correlation})`
-      from.push(sql`${target.ref} AS ${alias}`)
-      correlations.push(correlation)
+      if (relation.kind === 'one' && !lonelyOne) return sql`(SELECT ${value} FROM ${target.ref} AS ${ident(name)} WHERE ${join(conditions, ' AND ')})`
+      from.push(sql`${target.ref} AS ${ident(name)}`)
+      correlations.push(...conditions)
       return value
     }
-    const test = testOf(table.model, node, ref, context)
+    const test = testOf(model, node, ref, context)
     if (from.length === 0) return negated ? test.neg : test.pos
     const nullPasses = lonelyOne && compilePredicate(node, () => [null])({})
     const exists = sql`EXISTS (SELECT 1 FROM ${join(from, ', ')} WHERE ${join([...correlations, nullPasses ? test.neg : test.pos], ' AND ')})`
     return nullPasses !== negated ? sql`NOT ${exists}` : exists
   }
 
-  return condition(filter, false)
+  return logic(filter, false)
 }
 
 function relationOf (model: ResourceModel, path: readonly string[]): RelationModel {
@@ -203,7 +224,7 @@ type Ref = (path: readonly string[]) => Sql
 
 function fieldType (model: ResourceModel, path: readonly string[]): FieldType {
   const owner = path.length === 1 ? model : relationOf(model, path).target
-  return owner.fields.get(path[path.length - 1])?.type as FieldType
+  return (owner.base ?? owner).fields.get(path[path.length - 1])?.type as FieldType
 }
 
 /** An operand's type: what a literal beside it is cast to. */

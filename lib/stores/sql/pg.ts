@@ -5,6 +5,11 @@ import type { QueryFunction, SqlDatabase } from './store.js'
 
 function ignore () {}
 
+/** The connection failed or stopped answering: the driver's error, or the store's 503 caused by one. */
+function connectionFailed (error: unknown): boolean {
+  return isUnavailable(error) || isUnavailable((error as { cause?: unknown } | null)?.cause)
+}
+
 /**
  * `owned`: the store created the pool, so closing the store ends it. `queryTimeoutMillis`: how
  * long the driver waits for any one answer before it gives up on the connection (a server that
@@ -60,7 +65,7 @@ export function poolDatabase (pool: pg.Pool, owned: boolean, queryTimeoutMillis:
       } catch (error) {
         // Discarding the connection ends the transaction too (the server rolls it back); on one
         // that failed or stopped answering, a ROLLBACK would only wait for the timeout again.
-        if (!isUnavailable(error)) await send(client, 'ROLLBACK').catch(ignore)
+        if (!connectionFailed(error)) await send(client, 'ROLLBACK').catch(ignore)
         client.release(true)
         throw error
       }

@@ -5,14 +5,14 @@ import type { ResourceModel } from '../../registry/model.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
-import type { Fields, ListQuery, Page, Store, StoredRecord, WriteOptions } from '../store.js'
-import { compileList } from './compile.js'
+import type { Fields, ListQuery, Page, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import { compileFilter, compileList } from './compile.js'
 import type { CompileContext } from './compile.js'
 import { foreignKeyName, migrate } from './ddl.js'
 import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
 import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
-import { ident, join, sql, toQuery } from './sql.js'
+import { ident, join, raw, sql, toQuery } from './sql.js'
 import type { Sql } from './sql.js'
 
 /** What the store needs from a driver: rows as arrays in select-list order. */
@@ -53,28 +53,58 @@ export function isUnavailable (error: unknown): boolean {
   return (typeof code === 'string' && unreachableCodes.has(code)) || (typeof message === 'string' && unreachableMessage.test(message))
 }
 
+/** Attempts of a transaction that meets serialization failures or deadlocks. */
+const TRANSACTION_ATTEMPTS = 3
+
+/** What a transaction's store throws on meeting a table not yet prepared; never leaves `transaction`. */
+class TableNotPrepared extends Error {}
+
+/**
+ * The SQL store. `transaction` hands its work a store of the same class bound to the transaction's
+ * connection: it shares this one's tables (resolved, prepared, their compile context).
+ */
 export class SqlStore implements Store {
   readonly #db: SqlDatabase
   readonly #settings: SqlStoreSettings
-  readonly #tables = new WeakMap<ResourceModel, Table>()
-  readonly #ready = new WeakMap<ResourceModel, Promise<void>>()
-  /** Models whose tables are ready: no promise to wait for. */
-  readonly #prepared = new Set<ResourceModel>()
-  readonly #context: CompileContext
+  // Not readonly: a transaction's store takes these of the store that began it (#bound).
+  #tables = new WeakMap<ResourceModel, Table>()
+  #ready = new WeakMap<ResourceModel, Promise<void>>()
+  /** Registered models whose tables are ready: no promise to wait for. */
+  #prepared = new Set<ResourceModel>()
+  #context: CompileContext
+  /** Where statements run: the database, or the connection of the transaction this store belongs to. */
+  #query: QueryFunction
+  /** In a transaction's store: the models it met whose tables were not prepared (see transaction). */
+  #unprepared: ResourceModel[] | undefined
 
   constructor (db: SqlDatabase, settings: SqlStoreSettings) {
     this.#db = db
     this.#settings = settings
     this.#context = { tableOf: model => this.#tableOf(model), caseCollation: settings.caseCollation }
+    this.#query = db.query
+  }
+
+  /** A store running its statements through `query`, on this store's tables. */
+  #bound (query: QueryFunction, unprepared: ResourceModel[]): SqlStore {
+    const store = new SqlStore(this.#db, this.#settings)
+    store.#tables = this.#tables
+    store.#ready = this.#ready
+    store.#prepared = this.#prepared
+    store.#context = this.#context
+    store.#query = query
+    store.#unprepared = unprepared
+    return store
   }
 
   #resolve (model: ResourceModel, nullable?: ReadonlySet<string>): Table {
     return resolveTable(model, this.#settings.schema, this.#settings.tables[model.name], { nullable, dropsLeadingBom: this.#db.dropsLeadingBom })
   }
 
+  /** The table of a registered model or of a view of one (the registered model's). */
   #tableOf (model: ResourceModel): Table {
-    let table = this.#tables.get(model)
-    if (table === undefined) this.#tables.set(model, table = this.#resolve(model))
+    const base = model.base ?? model
+    let table = this.#tables.get(base)
+    if (table === undefined) this.#tables.set(base, table = this.#resolve(base))
     return table
   }
 
@@ -92,7 +122,13 @@ export class SqlStore implements Store {
   }
 
   /** The model's table, checked and created or upgraded (with every table related to it) before first use. */
-  async #prepare (model: ResourceModel): Promise<Table> {
+  async #prepare (view: ResourceModel): Promise<Table> {
+    const model = view.base ?? view
+    // Not on a transaction's connection, whose work may yet roll back: transaction() prepares it first.
+    if (this.#unprepared !== undefined && !this.#prepared.has(model)) {
+      this.#unprepared.push(model)
+      throw new TableNotPrepared(`the table of ${model.name} is not prepared`)
+    }
     let ready = this.#ready.get(model)
     if (ready === undefined) {
       const models = connected(model)
@@ -114,16 +150,22 @@ export class SqlStore implements Store {
 
   async #run (fragment: Sql, failure: Failure, model: ResourceModel, fields?: Fields): Promise<unknown[][]> {
     try {
-      return await run(this.#db.query, fragment)
+      return await run(this.#query, fragment)
     } catch (error) {
       throw this.#translate(error, failure, model, fields)
     }
   }
 
-  #translate (error: unknown, failure: Failure, model: ResourceModel, fields: Fields = {}): unknown {
-    if (isUnavailable(error)) {
-      return withHeaders(Object.assign(new StoreUnavailableError(), { cause: error }), { 'retry-after': String(this.#settings.retryAfterSeconds) })
-    }
+  /** A driver error that means the database is unavailable as a 503; others as they are. */
+  #unavailable (error: unknown): unknown {
+    return isUnavailable(error)
+      ? withHeaders(Object.assign(new StoreUnavailableError(), { cause: error }), { 'retry-after': String(this.#settings.retryAfterSeconds) })
+      : error
+  }
+
+  #translate (error: unknown, failure: Failure, view: ResourceModel, fields: Fields = {}): unknown {
+    if (isUnavailable(error)) return this.#unavailable(error)
+    const model = view.base ?? view
     const { code, constraint } = error as { code?: string, constraint?: string }
     const table = this.#tableOf(model)
     if (code === '23505') return new ConflictError(`A ${model.singular} with this ${constraint === `${table.name}_pkey` ? 'id' : 'value'} already exists.`)
@@ -153,7 +195,7 @@ export class SqlStore implements Store {
 
   async list (model: ResourceModel, query: ListQuery): Promise<Page> {
     const table = await this.#prepare(model)
-    const compiled = compileList(table, query, this.#context)
+    const compiled = compileList(table, query, this.#context, model)
     const rows = await this.#run(compiled.page, 'list', model)
     const hasMore = rows.length > query.limit
     const items = rows.slice(0, query.limit).map(row => table.decode(row))
@@ -171,13 +213,28 @@ export class SqlStore implements Store {
 
   // RETRIEVE's read, the most frequent call: once the table is ready, one query and one promise
   // step, with text made once per table (each async layer cost more than the rest of the call).
-  get (model: ResourceModel, id: string): Promise<StoredRecord | null> {
+  get (model: ResourceModel, id: string, options?: ReadOptions): Promise<StoredRecord | null> {
+    if (model.base !== undefined || options?.lock === true) return this.#getWhere(model, id, options?.lock === true)
     if (!this.#prepared.has(model)) return this.#prepare(model).then(() => this.get(model, id))
     const table = this.#tableOf(model)
     if (!isStorable(id)) return Promise.resolve(null)
-    return this.#db.query(table.selectById, [id]).then(
+    return this.#query(table.selectById, [id]).then(
       rows => rows.length === 0 ? null : table.decode(rows[0]),
       (error: unknown) => { throw this.#translate(error, 'read', model) })
+  }
+
+  /** A view's record (only when visible), or one to lock until the transaction ends. */
+  async #getWhere (model: ResourceModel, id: string, lock: boolean): Promise<StoredRecord | null> {
+    const table = await this.#prepare(model)
+    if (!isStorable(id)) return null
+    const where = join([idEquals(table, id), ...this.#visible(table, model)], ' AND ')
+    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}${raw(lock ? ` FOR UPDATE OF ${MAIN}` : '')}`, 'read', model)
+    return rows.length === 0 ? null : table.decode(rows[0])
+  }
+
+  /** The condition a view's records meet, if any, on the table aliased `t0`. */
+  #visible (table: Table, model: ResourceModel): Sql[] {
+    return model.visible === undefined ? [] : [compileFilter(table, model.visible, this.#context)]
   }
 
   async getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]> {
@@ -188,7 +245,8 @@ export class SqlStore implements Store {
     const listed = values.filter(value => value != null)
     // One `= ANY($1)` query per relation per page, in the database; null matches null, as in memory.
     const nulls = listed.length < values.length ? sql` OR ${ref} IS NULL` : sql``
-    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls}`, 'read', model)
+    const where = join([sql`(${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls})`, ...this.#visible(table, model)], ' AND ')
+    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}`, 'read', model)
     return rows.map(row => table.decode(row))
   }
 
@@ -228,9 +286,57 @@ export class SqlStore implements Store {
     return rows.length > 0 ? VERSION_MISMATCH : null
   }
 
-  async close (): Promise<void> {
-    await this.#db.close()
+  /**
+   * Runs `work` in one PostgreSQL transaction at the server's default isolation, READ COMMITTED:
+   * each statement sees what was committed before it began, so work that reads a record to write
+   * it again locks it first (`get(model, id, { lock: true })`). A serialization failure or deadlock
+   * (SQLSTATE 40001, 40P01) runs the transaction again after a short random wait, up to three
+   * attempts in all; then it is a 503, as when the database is unavailable. Tables are prepared
+   * outside transactions: when `work` meets one that is not, it is undone, the table prepared, and
+   * `work` run again. A transaction on the store `work` receives joins this one.
+   */
+  async transaction<T> (work: (store: Store) => Promise<T>): Promise<T> {
+    if (this.#unprepared !== undefined) return await work(this)
+    for (let attempt = 1; ; attempt++) {
+      const unprepared: ResourceModel[] = []
+      let workFailed = false
+      try {
+        return await this.#db.transaction(async query => {
+          let result: T
+          try {
+            result = await work(this.#bound(query, unprepared))
+          } catch (error) {
+            workFailed = true
+            throw error
+          }
+          // Work that went on past a table it could not use (it caught the error) is undone too.
+          if (unprepared.length > 0) throw new TableNotPrepared('work met tables not prepared')
+          return result
+        })
+      } catch (error) {
+        if (unprepared.length > 0) {
+          for (const model of unprepared) await this.#prepare(model)
+          attempt--
+        } else if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) {
+          // What work threw is already the store's answer; BEGIN, COMMIT or the connection failing is the driver's.
+          throw workFailed ? error : this.#unavailable(error)
+        } else {
+          await new Promise(resolve => setTimeout(resolve, (5 + Math.random() * 45) * attempt))
+        }
+      }
+    }
   }
+
+  /** A transaction's store closes nothing: the store that began it owns the database. */
+  async close (): Promise<void> {
+    if (this.#unprepared === undefined) await this.#db.close()
+  }
+}
+
+/** A serialization failure or deadlock, from the driver or as the store's 503 caused by one. */
+function isRetryable (error: unknown): boolean {
+  const { code, cause } = (error ?? {}) as { code?: unknown, cause?: { code?: unknown } }
+  return [code, cause?.code].some(value => value === '40001' || value === '40P01')
 }
 
 async function run (query: QueryFunction, fragment: Sql): Promise<unknown[][]> {
@@ -238,10 +344,10 @@ async function run (query: QueryFunction, fragment: Sql): Promise<unknown[][]> {
   return await query(text, values)
 }
 
-/** The model and every model reachable through relations: their tables are created together. */
+/** The registered model and every one reachable through relations: their tables are created together. */
 function connected (model: ResourceModel): ResourceModel[] {
   const seen = new Set([model])
-  for (const m of seen) for (const relation of m.relations.values()) seen.add(relation.target)
+  for (const m of seen) for (const relation of m.relations.values()) seen.add(relation.target.base ?? relation.target)
   return [...seen]
 }
 
