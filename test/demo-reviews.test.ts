@@ -273,7 +273,7 @@ async function reviewsSuite (t: Test, api: Api) {
         const real = await api(caller, 'GET', naming('moderatorNote'))
         const madeUp = await api(caller, 'GET', naming('moderatorNots'))
         t.equal(real.status, 400, `${caller} ${naming('moderatorNote')}`)
-        t.match(JSON.stringify(real.body.invalidParams), /unknown field 'moderatorNote'/)
+        t.match(JSON.stringify(real.body.invalidParams), /unknown[^"]* field/)
         t.same(JSON.parse(JSON.stringify(madeUp.body).replaceAll('moderatorNots', 'moderatorNote')), real.body, 'the answer for a made-up name')
       }
     }
@@ -343,12 +343,13 @@ async function reviewsSuite (t: Test, api: Api) {
   t.test('reviewCount and averageRating follow every review write, in the book\'s ETag too', async t => {
     const book = await newBook(api)
     const other = await newBook(api)
-    const etags: string[] = []
+    const etags = new Map<string, string[]>([[book, []], [other, []]])
     async function expect (id: string, reviewCount: number, averageRating: number | null, label: string) {
       const state = await bookState(api, id)
       t.same({ reviewCount: state.reviewCount, averageRating: state.averageRating }, { reviewCount, averageRating }, label)
-      t.notOk(etags.includes(state.etag as string), `${label}: a new ETag`)
-      etags.push(state.etag as string)
+      const seen = etags.get(id) as string[]
+      t.notOk(seen.includes(state.etag as string), `${label}: a new ETag`)
+      seen.push(state.etag as string)
     }
     await expect(book, 0, null, 'a new book')
     await expect(other, 0, null, 'another new book')
