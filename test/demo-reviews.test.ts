@@ -425,6 +425,14 @@ async function reviewsSuite (t: Test, api: Api) {
     t.equal(author.status, 201)
     t.equal((await api('admin', 'DELETE', `/v1/authors/${author.body.data.author.id}`)).status, 204)
   })
+
+  t.test('a book that has reviews cannot be deleted (409), as an author with books', async t => {
+    const book = await newBook(api)
+    const id = await newReview(t, api, 'alice', book, { private: true })
+    t.equal((await api('admin', 'DELETE', `/v1/books/${book}`)).status, 409)
+    t.equal((await api('alice', 'DELETE', `/v1/reviews/${id}`)).status, 204)
+    t.equal((await api('admin', 'DELETE', `/v1/books/${book}`)).status, 204)
+  })
 }
 
 t.test('without a caller (the resources served with no authentication) nobody owns a review, so none is created', async t => {
