@@ -1,5 +1,5 @@
-// The demo service (demo-service.md): authors and books under /v1, /health, on the configured store,
-// with its bearer tokens, legacy API keys, allowed origins and rate limit (shared through Redis).
+// The demo service (demo-service.md): authors, books and reviews under /v1, /health, on the configured
+// store, with its bearer tokens, legacy API keys, allowed origins and rate limit (shared through Redis).
 import { createHash } from 'node:crypto'
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
@@ -8,21 +8,25 @@ import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, 
 import type { ApiConventionsOptions } from '../lib/index.js'
 import { demoResources } from './schemas/index.js'
 import { ConfigError } from './config.js'
-import type { DemoConfig, Right } from './config.js'
+import type { Credential, DemoConfig, Right } from './config.js'
 import { createDemoStore } from './store.js'
 
-/** Who called: a non-secret id (a digest of the credential, the rate-limit key) and the right. */
-export interface DemoPrincipal { readonly id: string, readonly right: Right }
+/**
+ * Who called: a non-secret id (a digest of the credential, the rate-limit key), the right, and the
+ * user id the reviews' row rules compare with (`@principal.user`).
+ */
+export interface DemoPrincipal { readonly id: string, readonly right: Right, readonly user: string }
 
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
 
-function principals (kind: string, credentials: ReadonlyMap<string, Right>): Array<[string, DemoPrincipal]> {
-  return [...credentials].map(([secret, right]) => [secret, { id: `${kind}:${createHash('sha256').update(secret).digest('base64url').slice(0, 16)}`, right }])
+function principals (kind: string, credentials: ReadonlyMap<string, Credential>): Array<[string, DemoPrincipal]> {
+  return [...credentials].map(([secret, { right, user }]) => [secret, { id: `${kind}:${createHash('sha256').update(secret).digest('base64url').slice(0, 16)}`, right, user }])
 }
 
 /**
  * The demo's security options (API_TOKENS, API_KEYS, ALLOWED_ORIGINS, RATE_LIMIT_*): `read`
- * allows GET/HEAD/OPTIONS only, `write` everything; anything else is 403.
+ * allows GET/HEAD/OPTIONS only, `write` and `admin` everything; anything else is 403. What an
+ * admin sees beyond others is the reviews' rules (schemas/reviews.ts).
  */
 export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<ApiConventionsOptions, 'auth' | 'cors' | 'rateLimit'> {
   const token = secretTable(principals('token', config.apiTokens))
@@ -32,7 +36,7 @@ export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<Ap
       bearer: presented => token(presented),
       // An empty API_KEYS turns the legacy method off.
       apiKeys: config.apiKeys.size > 0 ? principals('key', config.apiKeys) : undefined,
-      authorize: ({ principal, method }) => principal.right === 'write' || readMethods.has(method)
+      authorize: ({ principal, method }) => principal.right !== 'read' || readMethods.has(method)
     }),
     cors: { origins: config.allowedOrigins },
     rateLimit: { max: config.rateLimitMax, timeWindow: config.rateLimitWindow, redis }
@@ -84,7 +88,7 @@ export async function buildDemoApp (config: DemoConfig, serverOptions: FastifySe
     resources: demoResources(store),
     cursorSecret: config.cursorSecret,
     requireIfMatch: config.requireIfMatch,
-    openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors and their books: the demo service of fastify-api-conventions.' },
+    openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.' },
     ...demoSecurityOptions(config, redis)
   })
   return app

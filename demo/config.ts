@@ -1,7 +1,11 @@
 // The demo service's settings (demo-service.md, "Starting it"): environment → a checked, frozen
 // config. A bad setting throws ConfigError naming it, so start-up fails with one clear line.
 
-export type Right = 'read' | 'write'
+/** `read`: GET/HEAD/OPTIONS only; `write`: everything; `admin`: everything, and every row and field. */
+export type Right = 'read' | 'write' | 'admin'
+
+/** What a credential grants: its right, and the user id row rules compare with. */
+export interface Credential { readonly right: Right, readonly user: string }
 
 export interface DemoConfig {
   readonly port: number
@@ -9,10 +13,10 @@ export interface DemoConfig {
   readonly store: 'pglite' | 'memory' | 'postgres'
   readonly dataDir: string
   readonly databaseUrl: string | undefined
-  /** Bearer token → its right. */
-  readonly apiTokens: ReadonlyMap<string, Right>
-  /** Legacy x-api-key value → its right; empty when the legacy method is off. */
-  readonly apiKeys: ReadonlyMap<string, Right>
+  /** Bearer token → its right and user. */
+  readonly apiTokens: ReadonlyMap<string, Credential>
+  /** Legacy x-api-key value → its right (read or write) and user (the key itself); empty when the legacy method is off. */
+  readonly apiKeys: ReadonlyMap<string, Credential>
   readonly allowedOrigins: readonly string[]
   readonly cursorSecret: string | undefined
   readonly requireIfMatch: boolean
@@ -45,8 +49,8 @@ export function loadConfig (env: Env): DemoConfig {
     store,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
     databaseUrl,
-    apiTokens: credentials(env, 'API_TOKENS', 'dev-token:write,read-token:read'),
-    apiKeys: credentials(env, 'API_KEYS', 'dev-key:write'),
+    apiTokens: tokens(env.API_TOKENS ?? defaultTokens),
+    apiKeys: keys(env.API_KEYS ?? 'dev-key:write'),
     allowedOrigins: origins(env.ALLOWED_ORIGINS ?? 'http://localhost:8080'),
     cursorSecret: secret(env.CURSOR_SECRET),
     requireIfMatch: boolean(env, 'REQUIRE_IF_MATCH'),
@@ -74,19 +78,42 @@ function boolean (env: Env, name: string): boolean {
   return text === 'true'
 }
 
-/** `token:right,token:right`; an empty string means none. */
-function credentials (env: Env, name: string, fallback: string): Map<string, Right> {
-  const text = env[name] ?? fallback
-  const result = new Map<string, Right>()
+const defaultTokens = 'dev-token:write:dev,read-token:read:reader,alice-token:write:alice,bob-token:write:bob,admin-token:admin:admin'
+
+// RFC 6750 token characters; a user id is letters, digits and - . _ ~ @ +.
+const tokenPattern = /^[A-Za-z0-9\-._~+/]+=*$/
+const userPattern = /^[A-Za-z0-9\-._~@+]+$/
+
+/** API_TOKENS: `token:right[:user]`, comma-separated; the user defaults to the token itself. */
+function tokens (text: string): Map<string, Credential> {
+  return entries('API_TOKENS', text, 'token:right or token:right:user (right read, write or admin; token from the RFC 6750 token characters; user from letters, digits and - . _ ~ @ +)', parts => {
+    const [token, right, user, ...rest] = parts
+    const userOk = user === undefined || userPattern.test(user)
+    return rest.length === 0 && isRight(right) && userOk ? [token, { right, user: user ?? token }] : undefined
+  })
+}
+
+/** API_KEYS, the legacy method: `key:right` with read or write only (admin is a bearer token's right); the user is the key itself. */
+function keys (text: string): Map<string, Credential> {
+  return entries('API_KEYS', text, 'key:read or key:write (key from the RFC 6750 token characters)', parts => {
+    const [key, right, ...rest] = parts
+    return rest.length === 0 && (right === 'read' || right === 'write') ? [key, { right, user: key }] : undefined
+  })
+}
+
+function isRight (text: string | undefined): text is Right {
+  return text === 'read' || text === 'write' || text === 'admin'
+}
+
+/** Comma-separated entries of colon-separated parts, the first a secret; an empty string means none. */
+function entries (name: string, text: string, shape: string, parse: (parts: string[]) => [string, Credential] | undefined): Map<string, Credential> {
+  const result = new Map<string, Credential>()
   for (const entry of text.split(',').map(e => e.trim()).filter(e => e !== '')) {
-    const colon = entry.lastIndexOf(':')
-    const value = entry.slice(0, colon)
-    const right = entry.slice(colon + 1)
-    if (colon < 1 || (right !== 'read' && right !== 'write') || !/^[A-Za-z0-9\-._~+/]+=*$/.test(value)) {
-      throw new ConfigError(name, `entries must look like value:read or value:write (value from the RFC 6750 token characters), received '${entry}'`)
-    }
-    if (result.has(value)) throw new ConfigError(name, 'lists one value twice')
-    result.set(value, right)
+    const parts = entry.split(':')
+    const parsed = tokenPattern.test(parts[0]) ? parse(parts) : undefined
+    if (parsed === undefined) throw new ConfigError(name, `entries must look like ${shape}, received '${entry}'`)
+    if (result.has(parsed[0])) throw new ConfigError(name, 'lists one value twice')
+    result.set(...parsed)
   }
   return result
 }

@@ -1,9 +1,11 @@
 // What `npm start` prints once it listens (demo-service.md, "Starting it"): where the API, its
-// documentation page and its OpenAPI document are, which tokens open it, and one curl line to try.
+// documentation page and its OpenAPI document are, which tokens open it (with their users and
+// rights), and one curl line to try.
 // Plain lines for a person at a terminal, after the JSON log lines meant for machines.
 import type { DemoConfig, Right } from './config.js'
 
 const rights: Record<Right, string> = {
+  admin: 'every operation; sees every review and moderatorNote',
   write: 'every operation',
   read: 'GET, HEAD and OPTIONS only'
 }
@@ -13,6 +15,7 @@ export function welcome (address: string, config: Pick<DemoConfig, 'apiTokens'>)
   const api = `${address}/v1`
   const tokens = [...config.apiTokens]
   const width = Math.max(0, ...tokens.map(([token]) => token.length))
+  const userWidth = Math.max(0, ...tokens.map(([, { user }]) => user.length))
   // Any token can read, and a read is what the first request should be.
   const first = tokens[0]?.[0]
   return [
@@ -24,7 +27,7 @@ export function welcome (address: string, config: Pick<DemoConfig, 'apiTokens'>)
       ? ['  Tokens:   none (API_TOKENS is empty)', 'Try:', `  curl ${address}/health`]
       : [
           '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
-          ...tokens.map(([token, right]) => `    ${token.padEnd(width)}  ${right}: ${rights[right]}`),
+          ...tokens.map(([token, { right, user }]) => `    ${token.padEnd(width)}  user ${user.padEnd(userWidth)}  ${right}: ${rights[right]}`),
           'Try:',
           `  curl -H 'Authorization: Bearer ${first}' ${api}/books`
         ])

@@ -11,8 +11,14 @@ t.test('with no environment every setting takes its documented default', async t
     store: 'pglite',
     dataDir: './data',
     databaseUrl: undefined,
-    apiTokens: [['dev-token', 'write'], ['read-token', 'read']],
-    apiKeys: [['dev-key', 'write']],
+    apiTokens: [
+      ['dev-token', { right: 'write', user: 'dev' }],
+      ['read-token', { right: 'read', user: 'reader' }],
+      ['alice-token', { right: 'write', user: 'alice' }],
+      ['bob-token', { right: 'write', user: 'bob' }],
+      ['admin-token', { right: 'admin', user: 'admin' }]
+    ],
+    apiKeys: [['dev-key', { right: 'write', user: 'dev-key' }]],
     allowedOrigins: ['http://localhost:8080'],
     cursorSecret: undefined,
     requireIfMatch: false,
@@ -29,7 +35,7 @@ t.test('every setting is read from its variable', async t => {
     HOST: ' 0.0.0.0 ',
     STORE: 'memory',
     DATA_DIR: '/var/lib/demo',
-    API_TOKENS: ' alpha:read , beta.token~/+=:write ',
+    API_TOKENS: ' alpha:read , beta.token~/+=:write , gamma:admin:Root.User-1_~@+ ',
     API_KEYS: 'legacy:read',
     ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:3001',
     CURSOR_SECRET: 'sixteen-chars-ok',
@@ -44,8 +50,12 @@ t.test('every setting is read from its variable', async t => {
     store: 'memory',
     dataDir: '/var/lib/demo',
     databaseUrl: undefined,
-    apiTokens: [['alpha', 'read'], ['beta.token~/+=', 'write']],
-    apiKeys: [['legacy', 'read']],
+    apiTokens: [
+      ['alpha', { right: 'read', user: 'alpha' }],
+      ['beta.token~/+=', { right: 'write', user: 'beta.token~/+=' }],
+      ['gamma', { right: 'admin', user: 'Root.User-1_~@+' }]
+    ],
+    apiKeys: [['legacy', { right: 'read', user: 'legacy' }]],
     allowedOrigins: ['https://app.example.com', 'http://localhost:3001'],
     cursorSecret: 'sixteen-chars-ok',
     requireIfMatch: true,
@@ -64,6 +74,18 @@ t.test('empty variables mean their defaults', async t => {
   t.match(loadConfig({ PORT: '', HOST: ' ', DATA_DIR: '', DATABASE_URL: ' ', CURSOR_SECRET: '', REQUIRE_IF_MATCH: '', RATE_LIMIT_MAX: '', REDIS_URL: '' }), {
     port: 3000, host: '127.0.0.1', store: 'pglite', dataDir: './data', databaseUrl: undefined, cursorSecret: undefined, requireIfMatch: false, rateLimitMax: 1000, redisUrl: undefined
   })
+})
+
+t.test('API_TOKENS: the user defaults to the token; one user may hold several tokens', async t => {
+  t.same([...loadConfig({ API_TOKENS: 'x:read,y:write:x,z:admin:x' }).apiTokens], [
+    ['x', { right: 'read', user: 'x' }],
+    ['y', { right: 'write', user: 'x' }],
+    ['z', { right: 'admin', user: 'x' }]
+  ])
+})
+
+t.test('API_KEYS keeps key:right with read or write, its user the key itself', async t => {
+  t.same([...loadConfig({ API_KEYS: 'k1:read, k2:write' }).apiKeys], [['k1', { right: 'read', user: 'k1' }], ['k2', { right: 'write', user: 'k2' }]])
 })
 
 t.test('an empty API_KEYS turns the legacy method off; empty lists are allowed', async t => {
@@ -96,12 +118,24 @@ const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
   [{ PORT: '65536' }, 'PORT', /received '65536'/],
   [{ PORT: '-1' }, 'PORT', /received '-1'/],
   [{ PORT: '80.5' }, 'PORT', /received '80.5'/],
-  [{ API_TOKENS: 'token' }, 'API_TOKENS', /entries must look like value:read or value:write .* received 'token'/],
-  [{ API_TOKENS: 'token:admin' }, 'API_TOKENS', /received 'token:admin'/],
+  [{ API_TOKENS: 'token' }, 'API_TOKENS', /entries must look like token:right or token:right:user \(right read, write or admin; .*\), received 'token'/],
+  [{ API_TOKENS: 'token:owner' }, 'API_TOKENS', /received 'token:owner'/],
+  [{ API_TOKENS: 'token:Write' }, 'API_TOKENS', /received 'token:Write'/],
   [{ API_TOKENS: ':write' }, 'API_TOKENS', /received ':write'/],
+  [{ API_TOKENS: ':write:alice' }, 'API_TOKENS', /received ':write:alice'/],
   [{ API_TOKENS: 'two words:read' }, 'API_TOKENS', /received 'two words:read'/],
+  [{ API_TOKENS: 'token:write:' }, 'API_TOKENS', /received 'token:write:'/],
+  [{ API_TOKENS: 'token:write:two words' }, 'API_TOKENS', /received 'token:write:two words'/],
+  [{ API_TOKENS: 'token:write:alice:extra' }, 'API_TOKENS', /received 'token:write:alice:extra'/],
+  [{ API_TOKENS: 'token::alice' }, 'API_TOKENS', /received 'token::alice'/],
+  [{ API_TOKENS: 'dev-token:write:dev,read-token:reader' }, 'API_TOKENS', /received 'read-token:reader'/],
   [{ API_TOKENS: 'a:read,a:write' }, 'API_TOKENS', /lists one value twice/],
-  [{ API_KEYS: 'key' }, 'API_KEYS', /received 'key'/],
+  [{ API_TOKENS: 'a:read:x,a:write:y' }, 'API_TOKENS', /lists one value twice/],
+  [{ API_KEYS: 'key' }, 'API_KEYS', /entries must look like key:read or key:write \(key from the RFC 6750 token characters\), received 'key'/],
+  [{ API_KEYS: 'key:admin' }, 'API_KEYS', /received 'key:admin'/],
+  [{ API_KEYS: 'key:write:alice' }, 'API_KEYS', /received 'key:write:alice'/],
+  [{ API_KEYS: 'bad key:read' }, 'API_KEYS', /received 'bad key:read'/],
+  [{ API_KEYS: 'k:read,k:write' }, 'API_KEYS', /lists one value twice/],
   [{ ALLOWED_ORIGINS: '*' }, 'ALLOWED_ORIGINS', /no \*, path or trailing slash\), received '\*'/],
   [{ ALLOWED_ORIGINS: 'https://app.example.com/' }, 'ALLOWED_ORIGINS', /received 'https:\/\/app.example.com\/'/],
   [{ ALLOWED_ORIGINS: 'https://ok.example.com,app.example.com' }, 'ALLOWED_ORIGINS', /received 'app.example.com'/],

@@ -4,14 +4,26 @@ import t from 'tap'
 import { loadConfig } from '../demo/config.js'
 import { welcome } from '../demo/welcome.js'
 
-t.test('the tokens of API_TOKENS are listed with their rights, and the curl line uses the first', async t => {
-  const lines = welcome('http://0.0.0.0:8081', loadConfig({ API_TOKENS: 'reader:read,a-longer-writer:write' }))
+t.test('the tokens of API_TOKENS are listed with their users and rights, and the curl line uses the first', async t => {
+  const lines = welcome('http://0.0.0.0:8081', loadConfig({ API_TOKENS: 'reader:read,a-longer-writer:write:ann,boss:admin:the-admin' }))
   t.same(lines.slice(4), [
     '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
-    '    reader           read: GET, HEAD and OPTIONS only',
-    '    a-longer-writer  write: every operation',
+    '    reader           user reader     read: GET, HEAD and OPTIONS only',
+    '    a-longer-writer  user ann        write: every operation',
+    '    boss             user the-admin  admin: every operation; sees every review and moderatorNote',
     'Try:',
     "  curl -H 'Authorization: Bearer reader' http://0.0.0.0:8081/v1/books"
+  ])
+})
+
+t.test('the default tokens', async t => {
+  t.same(welcome('http://127.0.0.1:3000', loadConfig({})).slice(4, 10), [
+    '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
+    '    dev-token    user dev     write: every operation',
+    '    read-token   user reader  read: GET, HEAD and OPTIONS only',
+    '    alice-token  user alice   write: every operation',
+    '    bob-token    user bob     write: every operation',
+    '    admin-token  user admin   admin: every operation; sees every review and moderatorNote'
   ])
 })
 

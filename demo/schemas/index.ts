@@ -3,6 +3,7 @@ import { defineResource } from '../../lib/index.js'
 import type { Store } from '../../lib/index.js'
 import { Author } from './authors.js'
 import { Book } from './books.js'
+import { reviewsResource } from './reviews.js'
 
 export function demoResources (store: Store) {
   const authors = defineResource({
@@ -21,7 +22,15 @@ export function demoResources (store: Store) {
     store,
     defaultPageSize: 20,
     maxPageSize: 100,
-    relations: { author: { kind: 'one', resource: 'authors', field: 'authorId' } }
+    relations: {
+      author: { kind: 'one', resource: 'authors', field: 'authorId' },
+      reviews: { kind: 'many', resource: 'reviews', field: 'bookId' }
+    },
+    // A new book has no reviews; each review write recounts them (reviews.ts).
+    serverValues: {
+      reviewCount: { on: 'create', value: () => 0 },
+      averageRating: { on: 'create', value: () => null }
+    }
   })
-  return [authors, books]
+  return [authors, books, reviewsResource(store)]
 }
