@@ -27,15 +27,15 @@ t.test('urlencoded: CREATE, REPLACE and MODIFY round trip with values typed by t
   t.equal(created.statusCode, 201)
   const url = created.headers.location as string
   const id = url.split('/').pop()
-  t.same(created.json().data.book, { id, title: 'Dune & Co.', authorId: authors[0].id, year: 1965, rating: 4.25, available: false })
+  t.same(created.json().data.book, { id, title: 'Dune & Co.', authorId: authors[0].id, year: 1965, rating: 4.25, available: false, reviewCount: 0, averageRating: null })
 
   const replaced = await app.inject({ method: 'PUT', url, headers: urlencoded, payload: `id=${id}&title=Dune&authorId=${authors[1].id}&year=` })
   t.equal(replaced.statusCode, 200)
-  t.same(replaced.json().data.book, { id, title: 'Dune', authorId: authors[1].id, year: null, rating: null, available: true })
+  t.same(replaced.json().data.book, { id, title: 'Dune', authorId: authors[1].id, year: null, rating: null, available: true, reviewCount: 0, averageRating: null })
 
   const modified = await app.inject({ method: 'PATCH', url, headers: urlencoded, payload: 'rating=5&available=false' })
   t.equal(modified.statusCode, 200)
-  t.same((await app.inject({ url })).json().data.book, { id, title: 'Dune', authorId: authors[1].id, year: null, rating: 5, available: false })
+  t.same((await app.inject({ url })).json().data.book, { id, title: 'Dune', authorId: authors[1].id, year: null, rating: 5, available: false, reviewCount: 0, averageRating: null })
 })
 
 t.test('urlencoded MODIFY: an empty value clears a nullable field; fields not sent are kept', async t => {
@@ -89,15 +89,15 @@ t.test('multipart: CREATE, REPLACE and MODIFY round trip with fields typed by th
   t.equal(created.statusCode, 201)
   const url = created.headers.location as string
   const id = url.split('/').pop()
-  t.same(created.json().data.book, { id, title: 'Ünïcödé & co', authorId: authors[2].id, year: 1968, rating: null, available: false })
+  t.same(created.json().data.book, { id, title: 'Ünïcödé & co', authorId: authors[2].id, year: 1968, rating: null, available: false, reviewCount: 0, averageRating: null })
 
   const replaced = await app.inject({ method: 'PUT', url, headers: multipart, payload: form(['title', 'His Master\'s Voice'], ['authorId', authors[2].id], ['rating', '3.9']) })
   t.equal(replaced.statusCode, 200)
-  t.same(replaced.json().data.book, { id, title: 'His Master\'s Voice', authorId: authors[2].id, year: null, rating: 3.9, available: true })
+  t.same(replaced.json().data.book, { id, title: 'His Master\'s Voice', authorId: authors[2].id, year: null, rating: 3.9, available: true, reviewCount: 0, averageRating: null })
 
   const modified = await app.inject({ method: 'PATCH', url, headers: multipart, payload: form(['year', '1968']) })
   t.equal(modified.statusCode, 200)
-  t.same((await app.inject({ url })).json().data.book, { id, title: 'His Master\'s Voice', authorId: authors[2].id, year: 1968, rating: 3.9, available: true })
+  t.same((await app.inject({ url })).json().data.book, { id, title: 'His Master\'s Voice', authorId: authors[2].id, year: 1968, rating: 3.9, available: true, reviewCount: 0, averageRating: null })
 })
 
 t.test('multipart: an invalid body gets exactly the problem the same JSON body gets', async t => {

@@ -21,10 +21,10 @@ t.test('RETRIEVE with Accept: application/xml answers the envelope as XML, nulls
   t.equal(book.statusCode, 200)
   t.equal(book.headers['content-type'], 'application/xml; charset=utf-8')
   t.equal(book.body, `${head}${root}<data><book><id>${books[0].id}</id><title>The Dispossessed</title><authorId>${authors[0].id}</authorId>` +
-    '<year>1974</year><rating>4.5</rating><available>true</available></book></data></response>')
+    '<year>1974</year><rating>4.5</rating><available>true</available><reviewCount>0</reviewCount><averageRating xsi:nil="true"/></book></data></response>')
   const lem = await app.inject({ url: `/v1/authors/${authors[2].id}?expand=books`, headers: xmlOut })
   t.equal(lem.body, `${head}${root}<data><author><id>${authors[2].id}</id><name>Stanisław Lem</name><born xsi:nil="true"/><country>PL</country>` +
-    `<books><book><id>${books[3].id}</id><title>Solaris</title><authorId>${authors[2].id}</authorId><year>1961</year><rating>4.2</rating><available>false</available></book></books>` +
+    `<books><book><id>${books[3].id}</id><title>Solaris</title><authorId>${authors[2].id}</authorId><year>1961</year><rating>4.2</rating><available>false</available><reviewCount>0</reviewCount><averageRating xsi:nil="true"/></book></books>` +
     '</author></data></response>')
 })
 
@@ -81,9 +81,9 @@ t.test('CREATE with an XML body: typed by the schema, stored as JSON would store
   t.equal(res.statusCode, 201)
   const id = (res.headers.location as string).split('/').pop()
   t.equal(res.body, `${head}${root}<data><book><id>${id}</id><title>Dune &amp; Messiah</title><authorId>${authors[0].id}</authorId>` +
-    '<year>1965</year><rating xsi:nil="true"/><available>false</available></book></data></response>')
+    '<year>1965</year><rating xsi:nil="true"/><available>false</available><reviewCount>0</reviewCount><averageRating xsi:nil="true"/></book></data></response>')
   const stored = await app.inject({ url: res.headers.location as string })
-  t.same(stored.json().data.book, { id, title: 'Dune & Messiah', authorId: authors[0].id, year: 1965, rating: null, available: false })
+  t.same(stored.json().data.book, { id, title: 'Dune & Messiah', authorId: authors[0].id, year: 1965, rating: null, available: false, reviewCount: 0, averageRating: null })
 })
 
 t.test('REPLACE with an XML body: omitted fields take their defaults or null, as with JSON', async t => {
@@ -92,7 +92,7 @@ t.test('REPLACE with an XML body: omitted fields take their defaults or null, as
   const url = `/v1/books/${books[3].id}`
   const res = await app.inject({ method: 'PUT', url, headers: xmlIn, payload: `<book><id>${books[3].id}</id><title>Solaris (2nd ed.)</title><authorId>${authors[2].id}</authorId></book>` })
   t.equal(res.statusCode, 200)
-  t.same(res.json().data.book, { id: books[3].id, title: 'Solaris (2nd ed.)', authorId: authors[2].id, year: null, rating: null, available: true })
+  t.same(res.json().data.book, { id: books[3].id, title: 'Solaris (2nd ed.)', authorId: authors[2].id, year: null, rating: null, available: true, reviewCount: 0, averageRating: null })
 })
 
 t.test('MODIFY with an XML body is a merge patch: absent fields kept, xsi:nil clears, others replaced', async t => {
@@ -107,8 +107,8 @@ t.test('MODIFY with an XML body is a merge patch: absent fields kept, xsi:nil cl
   })
   t.equal(res.statusCode, 200)
   t.equal(res.body, `${head}${root}<data><book><id>${books[0].id}</id><title>The Dispossessed</title><authorId>${authors[0].id}</authorId>` +
-    '<year xsi:nil="true"/><rating>3.5</rating><available>true</available></book></data></response>')
-  t.same((await app.inject({ url })).json().data.book, { id: books[0].id, title: 'The Dispossessed', authorId: authors[0].id, year: null, rating: 3.5, available: true })
+    '<year xsi:nil="true"/><rating>3.5</rating><available>true</available><reviewCount>0</reviewCount><averageRating xsi:nil="true"/></book></data></response>')
+  t.same((await app.inject({ url })).json().data.book, { id: books[0].id, title: 'The Dispossessed', authorId: authors[0].id, year: null, rating: 3.5, available: true, reviewCount: 0, averageRating: null })
 })
 
 t.test('an invalid XML body gets exactly the problem the same JSON body gets', async t => {
