@@ -1,8 +1,8 @@
 // Authorization matrix (spec "Authentication" 1–4, 6; demo-service.md
 // API_TOKENS, API_KEYS, ALLOWED_ORIGINS): every route the demo registers, collected with an
-// onRoute hook so a new route cannot escape, × every method it serves × seven credentials ×
-// three origins. The expected status comes from the demo's configuration, written out below
-// from the contract; the test compares it with what a client gets, cell by cell.
+// onRoute hook so a new route cannot escape, × every method it serves × eight credentials ×
+// three origins. The expected status comes from the demo's configuration and the reviews' row
+// rules, written out below from the contract; the test compares it with what a client gets, cell by cell.
 import t from 'tap'
 import Fastify from 'fastify'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse, RouteOptions } from 'fastify'
@@ -11,7 +11,8 @@ import { buildDemoApp, demoSecurityOptions } from '../../demo/app.js'
 import { loadConfig } from '../../demo/config.js'
 import { demoResources } from '../../demo/schemas/index.js'
 
-// The demo's defaults: dev-token:write, read-token:read, dev-key:write, http://localhost:8080.
+// The demo's defaults: among the tokens dev-token:write:dev, read-token:read:reader and
+// admin-token:admin:admin; dev-key:write (its user is the key itself); http://localhost:8080.
 const config = loadConfig({ STORE: 'memory', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'matrix-secret-0123456789' })
 
 const credentials = {
@@ -21,7 +22,8 @@ const credentials = {
   wrongKey: { 'x-api-key': 'not-a-known-key' },
   read: { authorization: 'Bearer read-token' },
   write: { authorization: 'Bearer dev-token' },
-  writeKey: { 'x-api-key': 'dev-key' }
+  writeKey: { 'x-api-key': 'dev-key' },
+  admin: { authorization: 'Bearer admin-token' }
 } as const satisfies Record<string, Record<string, string>>
 type Credential = keyof typeof credentials
 
@@ -59,14 +61,28 @@ t.teardown(() => app.close())
 // ---- The expectation, from the configuration ----------------------------------------------
 
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
-const resourcePattern = /^\/v1\/(authors|books)(\/:id(\/books)?)?$/
+type Resources = 'authors' | 'books' | 'reviews'
+/**
+ * The demo's resource paths (demo-service.md "Addresses" and "Application rules"): the resource
+ * written there (or, with `item`, the one whose `:id` is in the path: a nested collection's parent).
+ */
+const resourcePaths: Readonly<Record<string, { readonly resources: Resources, readonly item: boolean }>> = {
+  '/v1/authors': { resources: 'authors', item: false },
+  '/v1/authors/:id': { resources: 'authors', item: true },
+  '/v1/authors/:id/books': { resources: 'authors', item: true },
+  '/v1/books': { resources: 'books', item: false },
+  '/v1/books/:id': { resources: 'books', item: true },
+  '/v1/books/:id/reviews': { resources: 'books', item: true },
+  '/v1/reviews': { resources: 'reviews', item: false },
+  '/v1/reviews/:id': { resources: 'reviews', item: true }
+}
 const successStatus: Readonly<Record<string, number>> = { GET: 200, HEAD: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204, OPTIONS: 200 }
 
 /** What the route is, as the configuration sees it. */
 function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'preflight-only' {
   if (!route.url.startsWith('/v1')) return 'host'
   if (route.options.config?.public === true) return 'public'
-  if (resourcePattern.test(route.url)) return 'resource'
+  if (Object.hasOwn(resourcePaths, route.url)) return 'resource'
   // The hidden `OPTIONS /v1*` (security/cors.ts), there so that preflights to any path find a route.
   if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'
   throw new Error(`no expectation written for ${route.method} ${route.url}: add it to the matrix`)
@@ -75,7 +91,9 @@ function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'pre
 /**
  * The status the demo's configuration calls for. Order of the checks (the pipeline's,
  * docs/security.md): Origin (403, spec "Authentication" 6) before credentials (401,
- * "Authentication" 4) before rights (403: `read` allows GET/HEAD/OPTIONS only, `write` everything).
+ * "Authentication" 4) before rights (403: `read` allows GET/HEAD/OPTIONS only, `write` and `admin`
+ * everything) before the reviews' row rules (403: a visible review that someone else owns is
+ * changed only by its owner and `admin`; every review written below belongs to dev-token's user).
  * Public pages need no credentials but keep the Origin check; /health is the host's, outside the
  * API, and checks neither.
  */
@@ -87,6 +105,7 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
   if (credential === 'anonymous' || credential === 'malformed' || credential === 'wrong' || credential === 'wrongKey') return 401
   if (kind === 'preflight-only') return 404 // authenticated, not a preflight, no resource at that path
   if (credential === 'read' && !readMethods.has(route.method)) return 403
+  if (route.url === '/v1/reviews/:id' && !readMethods.has(route.method) && credential !== 'write' && credential !== 'admin') return 403
   return successStatus[route.method]
 }
 
@@ -95,26 +114,36 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
 const write = credentials.write
 let serial = 0
 
-/** A fresh author (no books, so DELETE may succeed) or book, made with the write token. */
-async function fresh (resources: 'authors' | 'books'): Promise<string> {
+/**
+ * A fresh author (no books, so DELETE may succeed), book (available, no reviews) or review (not
+ * private, of its own fresh book), made with the write token: the review belongs to its user, dev.
+ */
+async function fresh (resources: Resources, payload: Record<string, unknown> = {}): Promise<string> {
   const author = await app.inject({ method: 'POST', url: '/v1/authors', headers: write, payload: { name: `Author ${serial++}` } })
   const authorId = author.json().data.author.id as string
   if (resources === 'authors') return authorId
   const book = await app.inject({ method: 'POST', url: '/v1/books', headers: write, payload: { title: `Book ${serial++}`, authorId } })
-  return book.json().data.book.id as string
+  const bookId = book.json().data.book.id as string
+  if (resources === 'books') return bookId
+  const review = await app.inject({ method: 'POST', url: '/v1/reviews', headers: write, payload: { bookId, rating: 3, ...payload } })
+  return review.json().data.review.id as string
+}
+
+/** A valid CREATE, REPLACE or MODIFY body; a review's names a fresh book, which a user has not reviewed yet. */
+async function bodyFor (resources: Resources): Promise<Record<string, unknown>> {
+  if (resources === 'authors') return { name: `Written ${serial++}` }
+  if (resources === 'books') return { title: `Written ${serial++}`, authorId: await fresh('authors') }
+  return { bookId: await fresh('books'), rating: 4 }
 }
 
 /** A concrete request for the route: fresh records for item paths, a valid body for writes. */
 async function requestFor (route: CollectedRoute): Promise<InjectOptions & { url: string }> {
-  const match = resourcePattern.exec(route.url)
+  const path = Object.hasOwn(resourcePaths, route.url) ? resourcePaths[route.url] : undefined
   let url = route.url.replace('/v1*', '/v1/no-such-collection').replace(':slug', 'not-found')
   let payload: Record<string, unknown> | undefined
-  if (match !== null) {
-    const resources = match[1] as 'authors' | 'books'
-    if (match[2] !== undefined) url = url.replace(':id', await fresh(resources))
-    if (route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH') {
-      payload = resources === 'authors' ? { name: `Written ${serial++}` } : { title: `Written ${serial++}`, authorId: await fresh('authors') }
-    }
+  if (path !== undefined) {
+    if (path.item) url = url.replace(':id', await fresh(path.resources))
+    if (route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH') payload = await bodyFor(path.resources)
   }
   return { method: route.method as InjectOptions['method'], url, payload }
 }
@@ -145,10 +174,13 @@ t.test('every route has an expectation, and the contract\'s public addresses are
     'GET /v1/docs': 'public',
     'GET /v1/authors': 'resource',
     'DELETE /v1/books/:id': 'resource',
-    'GET /v1/authors/:id/books': 'resource'
+    'GET /v1/authors/:id/books': 'resource',
+    'POST /v1/reviews': 'resource',
+    'PATCH /v1/reviews/:id': 'resource',
+    'GET /v1/books/:id/reviews': 'resource'
   })
-  // The eight operations on both collections, and the nested collection: 4 + 6 per resource, + 3.
-  t.equal(routes.filter(route => classify(route) === 'resource').length, 23)
+  // The eight operations on the three collections, and the two nested collections: 4 + 6 per resource, + 3 each.
+  t.equal(routes.filter(route => classify(route) === 'resource').length, 36)
 })
 
 for (const route of routes) {
@@ -180,9 +212,9 @@ for (const route of routes) {
 
 t.test('CORS preflights to every resource path answer without credentials, and only for the allowed origin', async t => {
   const paths = [...new Set(routes.filter(route => classify(route) === 'resource').map(route => route.url))]
-  t.equal(paths.length, 5)
+  t.equal(paths.length, 8)
   for (const path of paths) {
-    const url = path.replace(':id', await fresh(path.includes('/books/') ? 'books' : 'authors'))
+    const url = path.replace(':id', await fresh(resourcePaths[path].resources))
     const preflight = (origin: string) => app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'authorization, content-type' } })
     const allowed = await preflight(origins.allowed)
     // The preflight lists the route's own methods, as its QUERY CAPABILITIES answer does in Allow.
@@ -191,4 +223,25 @@ t.test('CORS preflights to every resource path answer without credentials, and o
       { status: 204, origin: origins.allowed, methods: capabilities.headers.allow }, `${path} from the allowed origin`)
     t.equal((await preflight(origins.disallowed)).statusCode, 403, `${path} from a disallowed origin`)
   }
+})
+
+t.test('a private review exists only for its owner and admin: others get 404 on every method, a read token 403 first on writes', async t => {
+  const itemRoutes = routes.filter(route => route.url === '/v1/reviews/:id')
+  t.equal(itemRoutes.length, 6)
+  const want: Record<string, number> = {}
+  const got: Record<string, number> = {}
+  for (const route of itemRoutes) {
+    for (const credential of ['read', 'write', 'writeKey', 'admin'] as const) {
+      const cell = `${route.method} by ${credential}`
+      const url = route.url.replace(':id', await fresh('reviews', { private: true }))
+      const payload = readMethods.has(route.method) || route.method === 'DELETE' ? undefined : await bodyFor('reviews')
+      const headers = { ...credentials[credential], ...(payload === undefined ? {} : { 'content-type': 'application/json' }) }
+      got[cell] = (await app.inject({ method: route.method as InjectOptions['method'], url, headers, payload })).statusCode
+      // Rights come first (a read token may not write at all); then the row rules: not visible, not there.
+      if (credential === 'read' && !readMethods.has(route.method)) want[cell] = 403
+      else if (credential === 'read' || credential === 'writeKey') want[cell] = 404
+      else want[cell] = successStatus[route.method]
+    }
+  }
+  t.same(got, want)
 })
