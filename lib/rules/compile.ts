@@ -1,8 +1,8 @@
 // A resource's application rules (types.ts) checked at registration and turned into what requests
 // use: row rules bound to a caller as checked filters, field rules, server values and hooks.
 import type { FilterNode } from '../query/filter/ast.js'
-import { FilterSyntaxError, parseFilter } from '../query/filter/parser.js'
-import { checkFilter, FilterTypeError } from '../query/filter/check.js'
+import { parseFilter } from '../query/filter/parser.js'
+import { checkFilter } from '../query/filter/check.js'
 import type { ResourceModel } from '../registry/model.js'
 import { ResourceInvalidError } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
@@ -80,8 +80,8 @@ function checkRule (model: ResourceModel, text: string, where: string, fail = (m
   try {
     return checkFilter(parseFilter(text, { maxLength: Infinity }), model)
   } catch (error) {
-    if (error instanceof FilterSyntaxError || error instanceof FilterTypeError) throw fail(`${error.message} in '${text}'`)
-    throw error
+    // Parsing and checking throw FilterSyntaxError or FilterTypeError, whose message says what is wrong.
+    throw fail(`${(error as Error).message} in '${text}'`)
   }
 }
 

@@ -34,16 +34,14 @@ export function createViews (models: readonly ResourceModel[], rulesOf: (model: 
   const ruled = models.filter(model => rulesOf(model) !== null)
   const sets = new Map<string, Map<ResourceModel, ResourceModel>>()
 
-  function shapeOf (model: ResourceModel, principal: Principal): Shape {
-    const rules = rulesOf(model)
-    if (rules === null) return { visible: undefined, hidden: [], key: '' }
+  function shapeOf (rules: ModelRules, principal: Principal): Shape {
     const bound = rules.read?.(principal) ?? null
     const hidden = [...rules.fields].filter(([, rule]) => rule.read !== undefined && !rule.read(principal)).map(([name]) => name)
     return { visible: bound?.filter, hidden, key: JSON.stringify([bound?.text ?? null, hidden]) }
   }
 
   function forCaller (principal: Principal): ViewOf {
-    const shapes = new Map(ruled.map(model => [model, shapeOf(model, principal)]))
+    const shapes = new Map(ruled.map(model => [model, shapeOf(rulesOf(model) as ModelRules, principal)]))
     if ([...shapes.values()].every(shape => shape.visible === undefined && shape.hidden.length === 0)) return identity
     const key = JSON.stringify(ruled.map(model => (shapes.get(model) as Shape).key))
     let set = sets.get(key)

@@ -87,11 +87,11 @@ export function transactionHandle (tx: Store, store: Store, models: ReadonlyMap<
     if (storeOf(model) !== store) throw new TypeError(`transaction: ${resource} is kept in another store than this write, out of its transaction`)
     return model
   }
-  const query = (model: ResourceModel, name: 'filter' | 'sort', value: string | undefined) => {
+  const sortOf = (model: ResourceModel, value: string) => {
     const problems: InvalidParam[] = []
-    const parsed = queryParameters[name].parse(model, value, problems)
-    if (problems.length > 0) throw new TypeError(`transaction: ${model.name} ${name} '${String(value)}': ${problems.map(p => p.reason).join('; ')}`)
-    return parsed
+    const keys = queryParameters.sort.parse(model, value, problems)
+    if (problems.length > 0) throw new TypeError(`transaction: ${model.name} sort '${value}': ${problems.map(p => p.reason).join('; ')}`)
+    return keys
   }
   return {
     async get (resource, id, options) {
@@ -100,7 +100,7 @@ export function transactionHandle (tx: Store, store: Store, models: ReadonlyMap<
     async list (resource, options = {}) {
       const model = modelOf(resource)
       const filter = options.filter === undefined ? null : checkFilter(parseFilter(options.filter, { maxLength: Infinity }), model)
-      const sort = withTieBreaker(model, options.sort === undefined ? [] : query(model, 'sort', options.sort) as ReturnType<typeof queryParameters.sort.parse>)
+      const sort = withTieBreaker(model, options.sort === undefined ? [] : sortOf(model, options.sort))
       const page = await tx.list(model, { filter, sort, window: { kind: 'offset', offset: 0 }, limit: options.limit ?? everything, total: false })
       return page.items.map(record => record.data)
     },
