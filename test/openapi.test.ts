@@ -173,17 +173,25 @@ t.test('the demo document', async t => {
       'options /books/{id}': 'bookCapabilities',
       'get /authors/{id}/books': 'listAuthorBooks',
       'options /authors/{id}/books': 'authorBooksCapabilities',
+      'get /books/{id}/reviews': 'listBookReviews',
+      'options /books/{id}/reviews': 'bookReviewsCapabilities',
+      'post /reviews': 'createReview',
+      'get /reviews/{id}': 'getReview',
+      'patch /reviews/{id}': 'modifyReview',
+      'delete /reviews/{id}': 'deleteReview',
       'get /openapi.json': 'getOpenApiDocument',
       'get /problems': 'listProblemTypes',
       'get /problems/{slug}': 'getProblemType'
     })
     t.same(document.servers, [{ url: '/v1' }])
-    t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'documentation'])
+    t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'reviews', 'documentation'])
+    t.same(Object.keys(document.paths).filter(path => path.includes('review')).sort(), ['/books/{id}/reviews', '/reviews', '/reviews/{id}'])
   })
 
   t.test('shows the shared schemas as named components', async t => {
     const schemas = document.components.schemas
-    for (const name of ['Problem', 'Book', 'BookItem', 'BookList', 'BookCreate', 'BookReplace', 'BookPatch', 'Author', 'AuthorItem', 'AuthorList']) t.ok(schemas[name], name)
+    for (const name of ['Problem', 'Book', 'BookItem', 'BookList', 'BookCreate', 'BookReplace', 'BookPatch', 'Author', 'AuthorItem', 'AuthorList',
+      'Review', 'ReviewItem', 'ReviewList', 'ReviewCreate', 'ReviewReplace', 'ReviewPatch']) t.ok(schemas[name], name)
     t.same(Object.keys(schemas).filter(name => name.startsWith('def-')), [], 'no anonymous components')
     t.same(schemas.BookItem.properties.data.properties.book, { $ref: '#/components/schemas/Book' })
     t.same(schemas.BookList.properties.data.properties.books.items, { $ref: '#/components/schemas/Book', xml: { name: 'book' } })
@@ -192,6 +200,23 @@ t.test('the demo document', async t => {
     t.equal(schemas.BookReplace.properties.id.readOnly, true)
     t.equal(schemas.BookPatch.properties.id.readOnly, true)
     t.same(schemas.BookCreate.required, ['title', 'authorId'])
+    // The books' derived values (demo-service.md "Application rules"): read-only, set by the server.
+    t.match(schemas.Book.properties.reviewCount, { type: 'integer', minimum: 0, readOnly: true })
+    t.match(schemas.Book.properties.averageRating, { type: ['number', 'null'], readOnly: true })
+    for (const body of ['BookCreate', 'BookReplace', 'BookPatch']) {
+      for (const field of ['reviewCount', 'averageRating']) t.match(schemas[body].properties[field], { readOnly: true, not: {} }, `${body}.${field} is refused`)
+    }
+    // Reviews: server-set owner and times, the admin-only moderatorNote, the mandatory fields.
+    t.same(schemas.Review.required, ['id', 'bookId', 'rating', 'ownerId'])
+    t.same(schemas.ReviewCreate.required, ['bookId', 'rating'])
+    t.match(schemas.Review.properties.rating, { type: 'integer', minimum: 1, maximum: 5 })
+    for (const field of ['ownerId', 'createdAt', 'updatedAt']) {
+      t.equal(schemas.Review.properties[field].readOnly, true, `${field} is read-only`)
+      t.match(schemas.ReviewCreate.properties[field], { readOnly: true, not: {} }, `${field} is refused in bodies`)
+    }
+    t.same(schemas.Review.properties.moderatorNote['x-restricted'], ['read', 'write'], 'moderatorNote is restricted')
+    t.same(schemas.ReviewItem.properties.data.properties.review, { $ref: '#/components/schemas/Review' })
+    t.same(schemas.Book.properties.reviews.items, { $ref: '#/components/schemas/Review', xml: { name: 'review' } }, 'expand=reviews embeds reviews')
     const create = document.paths['/books'].post.requestBody.content
     t.same(Object.keys(create), ['application/json', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data'])
     t.same(create['application/json'].schema, { $ref: '#/components/schemas/BookCreate' })
@@ -201,10 +226,10 @@ t.test('the demo document', async t => {
   t.test('documents every query parameter with its type and limits', async t => {
     const parameters = Object.fromEntries(document.paths['/books'].get.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))
     t.match(parameters['query pageSize'].schema, { type: 'integer', minimum: 0, maximum: 100, default: 20 })
-    t.match(parameters['query sort'], { style: 'form', explode: false, schema: { type: 'array', items: { enum: ['id', '-id', '+id', 'title', '-title', '+title', 'authorId', '-authorId', '+authorId', 'year', '-year', '+year', 'rating', '-rating', '+rating', 'available', '-available', '+available'] } } })
-    t.same(parameters['query fields'].schema.items.enum, ['id', 'title', 'authorId', 'year', 'rating', 'available'])
-    t.same(parameters['query expand'].schema.items.enum, ['author'])
-    t.same(parameters['query include'].schema.items.enum, ['author'])
+    t.match(parameters['query sort'], { style: 'form', explode: false, schema: { type: 'array', items: { enum: ['id', '-id', '+id', 'title', '-title', '+title', 'authorId', '-authorId', '+authorId', 'year', '-year', '+year', 'rating', '-rating', '+rating', 'available', '-available', '+available', 'reviewCount', '-reviewCount', '+reviewCount', 'averageRating', '-averageRating', '+averageRating'] } } })
+    t.same(parameters['query fields'].schema.items.enum, ['id', 'title', 'authorId', 'year', 'rating', 'available', 'reviewCount', 'averageRating'])
+    t.same(parameters['query expand'].schema.items.enum, ['author', 'reviews'])
+    t.same(parameters['query include'].schema.items.enum, ['author', 'reviews'])
     t.match(parameters['query offset'].schema, { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
     t.match(parameters['query pageOffset'].schema, { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
     t.match(parameters['query page'].schema, { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
@@ -215,6 +240,7 @@ t.test('the demo document', async t => {
     t.match(parameters['query title'].schema, { type: 'string' })
     t.match(parameters['query available'].schema, { type: 'boolean' })
     t.same(parameters['query author.country'].schema, { type: 'string' }, 'dotted relation fields')
+    t.match(parameters['query reviews.rating'].schema, { type: 'integer' }, 'through the reviews too')
     t.match(parameters['query author.born'].schema, { anyOf: [{ type: 'string', format: 'date' }, { enum: ['null'] }] })
     t.match(parameters['header X-Audit-Consent'].schema, { maxLength: 8192 }, 'audit headers with their 8 KB limit')
     t.ok(parameters['header X-Request-Id'] && parameters['header Date'] && parameters['header X-Authenticated_User'])
@@ -242,12 +268,13 @@ t.test('the demo document', async t => {
     t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
     t.same(Object.keys(books.post.responses), sorted(['201', ...everywhere, '409', '412', '413', '415', '422', '503']))
     t.same(Object.keys(book.patch.responses), sorted(['200', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
-    t.same(Object.keys(book.delete.responses), sorted(['204', ...everywhere, '404', '412', '413', '415', '503']))
+    t.same(Object.keys(book.delete.responses), sorted(['204', ...everywhere, '404', '409', '412', '413', '415', '503']))
     t.same(Object.keys(books.options.responses), sorted(['200', '204', ...everywhere, '413', '415']), 'the demo allows an origin: preflights are 204')
     t.same(Object.keys(books.options.responses['204'].headers), ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age'])
     t.same(Object.keys(document.paths['/openapi.json'].get.responses), sorted(['200', ...everywhere.filter(status => status !== '401')]))
     t.same(Object.keys(books.get.responses['405'].headers), ['Request-Id', 'Allow'])
     t.ok(document.paths['/authors/{id}'].delete.responses['409'], 'an author with books cannot be deleted')
+    t.match(book.delete.responses['409'].description, /still has reviews/, 'nor a book with reviews')
     t.notOk(document.paths['/authors'].post.responses['422'], 'authors have no relation field to dangle')
     t.same(Object.keys(book.get.responses['403'].content), ['application/problem+json', 'application/problem+xml'])
     t.same(Object.keys(document.paths['/problems'].get.responses['200'].content), ['text/html'])
@@ -256,9 +283,10 @@ t.test('the demo document', async t => {
   t.test('documents the link objects and their rel values', async t => {
     const list = document.components.schemas.BookList.properties.links
     t.equal(list.type, 'array')
-    t.same(list.items.properties.rel.enum, ['self', 'first', 'prev', 'next', 'last', 'author'])
+    t.same(list.items.properties.rel.enum, ['self', 'first', 'prev', 'next', 'last', 'author', 'reviews'])
     t.ok(list.items.properties.book, 'related links name the item they belong to')
-    t.same(document.components.schemas.BookItem.properties.links.items.properties.rel.enum, ['author'])
+    t.same(document.components.schemas.BookItem.properties.links.items.properties.rel.enum, ['author', 'reviews'])
+    t.same(document.components.schemas.ReviewList.properties.links.items.properties.rel.enum, ['self', 'first', 'prev', 'next', 'last', 'book'])
   })
 
   t.test('derives the security schemes from the authentication options', async t => {
@@ -313,7 +341,7 @@ t.test('a second app: flat data, envelope errors, link objects, a read-only reso
     t.same(document.components.schemas.BookItem.properties.data, { $ref: '#/components/schemas/Book' }, 'flat single resources')
     const links = document.components.schemas.BookList.properties.links
     t.match(links, { type: 'object', additionalProperties: false })
-    t.same(Object.keys(links.properties), ['self', 'first', 'prev', 'next', 'last', 'author'])
+    t.same(Object.keys(links.properties), ['self', 'first', 'prev', 'next', 'last', 'author', 'reviews'])
     t.same(links.properties.next.properties.rel.enum, ['next'])
     t.equal(links.properties.author.type, 'array', 'related links as arrays')
     t.match(document.components.schemas.EventItem.properties.links, { description: 'Links; none are sent for this resource.' })
@@ -355,7 +383,7 @@ t.test('without authentication the document names no security and no 401', async
   t.notOk(document.paths['/books'].options.responses['204'], 'no origin allowed, so no preflight')
   t.notOk(document.paths['/books'].get.responses['429'], 'no rate limit')
   t.equal(document.info.title, 'HTTP JSON API')
-  t.match(document.info.description, /^Resources: authors, books\./)
+  t.match(document.info.description, /^Resources: authors, books, reviews\./)
 })
 
 t.test('the document is the same on every request, built at boot', async t => {
