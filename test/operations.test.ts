@@ -41,8 +41,9 @@ t.test('CREATE answers 201 with Location under the prefix, ETag and the stored r
   t.same(pick(res.headers, 'location', 'etag', 'last-modified', 'content-type'), {
     location: `/v1/books/${book.id}`, etag: '"1"', 'last-modified': LAST_MODIFIED, 'content-type': JSON_TYPE
   })
-  // Optional nullable fields left out are stored as null; `available` takes its default.
-  t.same(book, { id: book.id, title: 'The Lathe of Heaven', authorId: authors[0].id, year: null, rating: null, available: true })
+  // Optional nullable fields left out are stored as null; `available` takes its default; the
+  // server sets the derived values of a book without reviews.
+  t.same(book, { id: book.id, title: 'The Lathe of Heaven', authorId: authors[0].id, year: null, rating: null, available: true, reviewCount: 0, averageRating: null })
   const read = await app.inject({ url: res.headers.location as string })
   t.same(read.json(), { data: { book } })
 })
@@ -61,13 +62,13 @@ t.test('CREATE uses the resource\'s own id generator and encodes the id in Locat
   t.same({ status: res.statusCode, location: res.headers.location, id: res.json().data.tag.id }, { status: 201, location: '/v1/tags/a%20b%2Fc', id: 'a b/c' })
 })
 
-t.test('REPLACE answers 200 with the new state; omitted optional fields are cleared', async t => {
+t.test('REPLACE answers 200 with the new state; omitted optional fields are cleared, server-set ones kept', async t => {
   const app = await buildApp(t)
   const { books, authors } = await seed(app)
   const res = await app.inject({ method: 'PUT', url: `/v1/books/${books[0].id}`, headers: json, payload: { title: 'Renamed', authorId: authors[1].id, year: 2000 } })
   t.equal(res.statusCode, 200)
   t.same(pick(res.headers, 'etag', 'last-modified', 'content-type'), { etag: '"2"', 'last-modified': LAST_MODIFIED, 'content-type': JSON_TYPE })
-  const expected = { id: books[0].id, title: 'Renamed', authorId: authors[1].id, year: 2000, rating: null, available: true }
+  const expected = { id: books[0].id, title: 'Renamed', authorId: authors[1].id, year: 2000, rating: null, available: true, reviewCount: 0, averageRating: null }
   t.same(res.json(), { data: { book: expected } })
   t.same((await app.inject({ url: `/v1/books/${books[0].id}` })).json(), { data: { book: expected } })
 })
