@@ -232,8 +232,12 @@ t.test('the built demo', async t => {
       `  Docs:     ${api}/docs  (no token needed)`,
       `  OpenAPI:  ${api}/openapi.json`,
       '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
-      '    dev-token   write: every operation',
-      '    read-token  read: GET, HEAD and OPTIONS only',
+      // The default API_TOKENS (demo-service.md "Starting it"), each with its user and right.
+      '    dev-token    user dev     write: every operation',
+      '    read-token   user reader  read: GET, HEAD and OPTIONS only',
+      '    alice-token  user alice   write: every operation',
+      '    bob-token    user bob     write: every operation',
+      '    admin-token  user admin   admin: every operation; sees every review and moderatorNote',
       'Try:',
       `  curl -H 'Authorization: Bearer dev-token' ${api}/books`
     ])
