@@ -11,7 +11,7 @@ import { evaluatePreconditions, formatETag, readPreconditions, unversioned, vari
 import { NotFoundError } from '../errors.js'
 import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import type { RouteContext } from './context.js'
-import { normalizeRecord, writeHeaders } from './shared.js'
+import { normalizeRecord, wantsMinimal, writeHeaders } from './shared.js'
 import { formatVariant } from '../http/negotiation.js'
 import { checkWritableFields, withServerValues } from '../rules/write.js'
 import { writeSteps } from './write.js'
@@ -47,6 +47,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
       })
       writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, hiddenVariant(view)))), record.modifiedAt)
       reply.code(201).header('location', itemPath(context.envelope, model, id))
+      if (wantsMinimal(reply)) return reply.send()
       return singleBody(context.envelope, model, project(record.data, readableFields(view)))
     }
   }

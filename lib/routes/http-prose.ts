@@ -30,11 +30,12 @@ export const retrieveHeaders: Record<string, JsonSchema> = {
   'If-Modified-Since': { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' }
 }
 
-export function writeHeaders (options: SchemaOptions): JsonSchema {
+export function writeHeaders (options: SchemaOptions, extra: Record<string, JsonSchema> = {}): JsonSchema {
   return {
     type: 'object',
     properties: {
       ...commonRequestHeaders,
+      ...extra,
       'If-Match': { type: 'string', description: `${etagList} The write happens only if one names the current version, else 412 (optimistic concurrency).${options.requireIfMatch ? ' Required: without it the answer is 428.' : ''}` },
       'If-None-Match': { type: 'string', description: `${etagList} A match is 412.` },
       'If-Unmodified-Since': { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' }
@@ -42,6 +43,12 @@ export function writeHeaders (options: SchemaOptions): JsonSchema {
     required: options.requireIfMatch ? ['If-Match'] : []
   }
 }
+
+/** Prefer on the writes that answer with the resource (RFC 7240; http/prefer.ts). */
+export const preferHeader: Record<string, JsonSchema> = {
+  Prefer: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. Other preferences are ignored.', examples: ['return=minimal'] }
+}
+export const preferenceApplied = { 'Preference-Applied': { type: 'string', description: 'The return preference applied, when the request sent one.' } }
 
 export const requestHeaders = (extra: Record<string, JsonSchema> = {}): JsonSchema =>
   ({ type: 'object', properties: { ...commonRequestHeaders, ...extra } })

@@ -21,7 +21,7 @@ import { mergePatch } from '../merge-patch.js'
 import { toInvalidParams } from '../validation.js'
 import type { ErrorObject } from 'ajv'
 import type { RouteContext } from './context.js'
-import { normalizeRecord, writeHeaders } from './shared.js'
+import { normalizeRecord, wantsMinimal, writeHeaders } from './shared.js'
 import { formatVariant } from '../http/negotiation.js'
 import { readRecordOnce } from '../record-once.js'
 import { fetchRelated } from './related.js'
@@ -62,6 +62,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
   function respond (reply: FastifyReply, record: StoredRecord, view: ResourceModel) {
     // The ETag of the representation sent: JSON `"7"`, XML another variant of version 7.
     writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(reply.request, hiddenVariant(view)))), record.modifiedAt)
+    if (wantsMinimal(reply)) return reply.code(204).send()
     return singleBody(context.envelope, model, project(record.data, readableFields(view)))
   }
 

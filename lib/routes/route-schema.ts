@@ -10,7 +10,7 @@ import { produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
 import { bodyTypes } from '../http/body-types.js'
 import type { RouteContext } from './context.js'
-import { problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
+import { preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
 export interface SchemaOptions {
@@ -199,21 +199,23 @@ function writeStatuses (model: ResourceModel, requireIfMatch: boolean, statuses:
   return result
 }
 
-const saved = (model: ResourceModel, what: string) => ({ $ref: `${schemaNames(model).single}#`, description: what, headers: { ...validators, ...requestId } })
+const saved = (model: ResourceModel, what: string) => ({ $ref: `${schemaNames(model).single}#`, description: what, headers: { ...validators, ...preferenceApplied, ...requestId } })
+/** REPLACE and MODIFY under Prefer: return=minimal. */
+const savedMinimal = (what: string) => ({ 204: { type: 'null', description: `${what} (Prefer: return=minimal); no body.`, headers: { ...validators, ...preferenceApplied, ...requestId } } })
 
 export function createRouteSchema (model: ResourceModel, options: SchemaOptions) {
   const names = schemaNames(model)
   return {
     ...tagged(model, options, `create${pascal(model.singular)}`, `Create ${a(model.singular)}`,
-      `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400.`),
-    headers: requestHeaders(),
+      `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400. With Prefer: return=minimal, the 201 has no body.`),
+    headers: requestHeaders(preferHeader),
     body: namedBody(names.create, createSchema(model), model),
     consumes: [...bodyTypes.create],
     produces: successTypes,
     response: {
       201: {
         ...saved(model, `Created: the new ${model.singular}.`),
-        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...requestId }
+        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...requestId }
       }
     },
     documentedResponses: problems(options, writeStatuses(model, false, [400, 409, 412, 413, 415, 503]), {
@@ -229,12 +231,18 @@ export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions
     ...tagged(model, options, `replace${pascal(model.singular)}`, `Replace ${a(model.singular)}`,
       `REPLACE ${a(model.singular)} with the body; the body may repeat the ${model.idField}, never change it.`),
     params: idParams(model),
-    headers: writeHeaders(options),
+    headers: writeHeaders(options, preferHeader),
     body: namedBody(names.replace, replaceSchema(model), model),
     consumes: [...bodyTypes.replace],
     produces: successTypes,
     response: { 200: saved(model, `The ${model.singular} as replaced.`) },
-    documentedResponses: problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 412, 413, 415, 503]), { 404: `no ${model.singular} with this ${model.idField}.` })
+    documentedResponses: {
+      ...savedMinimal('Replaced'),
+      ...problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
+        404: `no ${model.singular} with this ${model.idField}.`,
+        409: 'others changed the resource too often to apply this replacement; retry.'
+      })
+    }
   }
 }
 
@@ -244,15 +252,18 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
     ...tagged(model, options, `modify${pascal(model.singular)}`, `Modify ${a(model.singular)}`,
       `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`),
     params: idParams(model),
-    headers: writeHeaders(options),
+    headers: writeHeaders(options, preferHeader),
     body: namedBody(names.modify, modifySchema(model), model),
     consumes: [...bodyTypes.modify],
     produces: successTypes,
     response: { 200: saved(model, `The ${model.singular} as modified.`) },
-    documentedResponses: problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
-      404: `no ${model.singular} with this ${model.idField}.`,
-      409: 'others changed the resource too often to apply this patch; retry.'
-    })
+    documentedResponses: {
+      ...savedMinimal('Modified'),
+      ...problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
+        404: `no ${model.singular} with this ${model.idField}.`,
+        409: 'others changed the resource too often to apply this patch; retry.'
+      })
+    }
   }
 }
 

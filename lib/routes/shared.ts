@@ -4,6 +4,7 @@ import type { ResourceModel } from '../registry/model.js'
 import type { Fields, Store } from '../stores/store.js'
 import { NotFoundError } from '../errors.js'
 import { formatHttpDate } from '../http/dates.js'
+import { returnPreference } from '../http/prefer.js'
 import type { Views } from '../rules/view.js'
 
 /** Optional nullable fields left out are stored as null, so every store returns the same shape. */
@@ -19,6 +20,17 @@ export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
 export function writeHeaders (reply: FastifyReply, etag: string, modifiedAt: Date | null) {
   reply.header('etag', etag)
   if (modifiedAt !== null) reply.header('last-modified', formatHttpDate(modifiedAt))
+}
+
+/**
+ * Prefer `return` (RFC 7240) on a write that answers with the resource: echoes the preference it
+ * applies in Preference-Applied; true when the client asked for no body (`return=minimal`).
+ */
+export function wantsMinimal (reply: FastifyReply): boolean {
+  const preferred = returnPreference(reply.request.headers.prefer)
+  if (preferred === undefined) return false
+  reply.header('preference-applied', `return=${preferred}`)
+  return preferred === 'minimal'
 }
 
 /** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a path naming a record of `owner`, 404 when there is none. */
