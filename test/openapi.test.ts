@@ -254,7 +254,7 @@ t.test('the demo document', async t => {
   t.test('documents the response headers and statuses of each operation', async t => {
     const books = document.paths['/books']
     const book = document.paths['/books/{id}']
-    t.same(Object.keys(books.post.responses['201'].headers), ['Location', 'ETag', 'Last-Modified', 'Request-Id'])
+    t.same(Object.keys(books.post.responses['201'].headers), ['Location', 'ETag', 'Last-Modified', 'Preference-Applied', 'Request-Id'])
     t.same(Object.keys(book.get.responses['200'].headers), ['ETag', 'Last-Modified', 'Request-Id'])
     t.same(Object.keys(book.get.responses['200'].content), ['application/json', 'application/xml'])
     t.equal(book.get.responses['304'].content, undefined)
@@ -267,7 +267,8 @@ t.test('the demo document', async t => {
     const sorted = (statuses: string[]) => [...new Set(statuses)].sort()
     t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
     t.same(Object.keys(books.post.responses), sorted(['201', ...everywhere, '409', '412', '413', '415', '422', '503']))
-    t.same(Object.keys(book.patch.responses), sorted(['200', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
+    // 204: MODIFY with Prefer: return=minimal (demo-service.md "Safe retries and atomic writes").
+    t.same(Object.keys(book.patch.responses), sorted(['200', '204', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
     t.same(Object.keys(book.delete.responses), sorted(['204', ...everywhere, '404', '409', '412', '413', '415', '503']))
     t.same(Object.keys(books.options.responses), sorted(['200', '204', ...everywhere, '413', '415']), 'the demo allows an origin: preflights are 204')
     t.same(Object.keys(books.options.responses['204'].headers), ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age'])
