@@ -157,6 +157,12 @@ t.test('the OpenAPI document marks restricted and server-set fields', async t =>
   t.match(properties.createdAt.description, /Set by the server when the record is created/)
   t.match(properties.updatedAt.description, /Set by the server on every write/)
   t.notOk('x-restricted' in properties.title)
+  const paths = (await app.inject({ url: '/v1/openapi.json' })).json().paths
+  for (const operation of [paths['/posts'].post, paths['/posts/{id}'].put, paths['/posts/{id}'].patch, paths['/posts/{id}'].delete]) {
+    t.match(operation.description, /Business rules of the application may refuse it: 409 or 422/, operation.operationId)
+    t.ok('409' in operation.responses && '422' in operation.responses, `${String(operation.operationId)}: 409 and 422`)
+  }
+  t.notMatch(paths['/topics'].post.description, /Business rules/, 'a resource without hooks says nothing of them')
 })
 
 t.test('definitions the rules cannot serve stop registration', async t => {

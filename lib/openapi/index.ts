@@ -166,6 +166,8 @@ function documentRules (openapi: ReturnType<typeof openApiOf>, models: readonly 
     const properties = openapi.components.schemas[schemaNames(model).resource].properties as Record<string, JsonSchema>
     const note = (name: string, text: string) => {
       const { description } = properties[name]
+      // A schema whose own description already says it is left as it is.
+      if (typeof description === 'string' && description.includes(text)) return
       properties[name] = { ...properties[name], description: description === undefined ? text : `${String(description)} ${text}` }
     }
     for (const [name, rule] of rules.fields) {
@@ -173,7 +175,7 @@ function documentRules (openapi: ReturnType<typeof openApiOf>, models: readonly 
       properties[name] = { ...properties[name], 'x-restricted': restricted }
       note(name, `Restricted: only some callers may ${restricted.join(' and ')} it; for the others it ${rule.read === undefined ? 'is read-only' : 'does not exist'}.`)
     }
-    for (const [name, value] of rules.serverValues) note(name, value.on === 'create' ? 'Set by the server when the record is created; never changes.' : 'Set by the server on every write.')
+    for (const [name, value] of rules.serverValues) note(name, value.on === 'create' ? 'Set by the server when the record is created.' : 'Set by the server on every write.')
   }
   return openapi
 }

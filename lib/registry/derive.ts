@@ -24,7 +24,7 @@ export function schemaNames (model: ResourceModel) {
   } as const
 }
 
-const forbidden = (what: string): JsonSchema => ({ not: {}, description: `${what} is set by the server and must not be sent` })
+const forbidden = (what: string): JsonSchema => ({ not: {}, description: `${what} is set by the server and must not be sent.` })
 
 /** Without `default`: the validator would fill omitted fields in (wrong for PATCH) and the serializer would invent absent ones (wrong for `fields=`). */
 function withoutDefault (schema: TSchema | JsonSchema): JsonSchema {

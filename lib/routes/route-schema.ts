@@ -5,6 +5,7 @@
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
 import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
+import { hasHooks } from '../rules/compile.js'
 import type { ResolvedOptions } from '../options.js'
 import { produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
@@ -26,6 +27,8 @@ export interface SchemaOptions {
   readonly corsPreflight: boolean
   /** Handlers have a time limit: 503 applies everywhere. */
   readonly timeLimited: boolean
+  /** The resource's hooks may refuse a write (rules/types.ts): 409 and 422 apply to its writes. */
+  readonly businessRules: boolean
 }
 
 /** The schema options of one resource's routes (or of the plugin's other routes, without a model). */
@@ -38,7 +41,8 @@ export function schemaOptionsFor (context: RouteContext, model?: ResourceModel):
     rateLimited: options.rateLimit !== null,
     deprecated: options.deprecation !== undefined || (model !== undefined && options.resourcePolicies.get(model.name)?.deprecation !== undefined),
     corsPreflight: options.cors.origins.length > 0,
-    timeLimited: options.handlerTimeout !== undefined
+    timeLimited: options.handlerTimeout !== undefined,
+    businessRules: model !== undefined && hasHooks(context.rulesOf(model))
   }
 }
 
@@ -120,6 +124,11 @@ function tagged (model: ResourceModel, options: SchemaOptions, operationId: stri
   return { operationId, summary, description, tags: [model.name], ...(options.deprecated ? { deprecated: true } : {}) }
 }
 
+/** A write's description, with what the application's hooks add. */
+const writeProse = (options: SchemaOptions, description: string) => options.businessRules
+  ? `${description} Business rules of the application may refuse it: 409 or 422, invalidParams naming the fields.`
+  : description
+
 // Each schema's `response` holds what Fastify serializes: the success envelopes, as `$ref`s to
 // the shared schemas. `documentedResponses` holds the rest (errors, 204, 304, OPTIONS): the
 // problem renderer serializes errors itself (problem.ts), so compiling a serializer for each would
@@ -192,9 +201,10 @@ export function retrieveRouteSchema (model: ResourceModel, options: SchemaOption
 }
 
 /** 422 where a relation field can name a missing resource; 428 where If-Match is required. */
-function writeStatuses (model: ResourceModel, requireIfMatch: boolean, statuses: number[]): number[] {
+function writeStatuses (model: ResourceModel, options: SchemaOptions, requireIfMatch: boolean, statuses: number[]): number[] {
   const result = [...statuses]
-  if ([...model.relations.values()].some(relation => relation.kind === 'one')) result.push(422)
+  if ([...model.relations.values()].some(relation => relation.kind === 'one') || options.businessRules) result.push(422)
+  if (options.businessRules) result.push(409)
   if (requireIfMatch) result.push(428)
   return result
 }
@@ -207,7 +217,7 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
   const names = schemaNames(model)
   return {
     ...tagged(model, options, `create${pascal(model.singular)}`, `Create ${a(model.singular)}`,
-      `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400. With Prefer: return=minimal, the 201 has no body.`),
+      writeProse(options, `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400. With Prefer: return=minimal, the 201 has no body.`)),
     headers: requestHeaders(preferHeader),
     body: namedBody(names.create, createSchema(model), model),
     consumes: [...bodyTypes.create],
@@ -218,7 +228,7 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
         headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...requestId }
       }
     },
-    documentedResponses: problems(options, writeStatuses(model, false, [400, 409, 412, 413, 415, 503]), {
+    documentedResponses: problems(options, writeStatuses(model, options, false, [400, 409, 412, 413, 415, 503]), {
       409: `a ${model.singular} with the generated ${model.idField} already exists.`,
       ...collectionPrecondition
     })
@@ -229,7 +239,7 @@ export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions
   const names = schemaNames(model)
   return {
     ...tagged(model, options, `replace${pascal(model.singular)}`, `Replace ${a(model.singular)}`,
-      `REPLACE ${a(model.singular)} with the body; the body may repeat the ${model.idField}, never change it.`),
+      writeProse(options, `REPLACE ${a(model.singular)} with the body; the body may repeat the ${model.idField}, never change it.`)),
     params: idParams(model),
     headers: writeHeaders(options, preferHeader),
     body: namedBody(names.replace, replaceSchema(model), model),
@@ -238,7 +248,7 @@ export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions
     response: { 200: saved(model, `The ${model.singular} as replaced.`) },
     documentedResponses: {
       ...savedMinimal('Replaced'),
-      ...problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
+      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
         404: `no ${model.singular} with this ${model.idField}.`,
         409: 'others changed the resource too often to apply this replacement; retry.'
       })
@@ -250,7 +260,7 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
   const names = schemaNames(model)
   return {
     ...tagged(model, options, `modify${pascal(model.singular)}`, `Modify ${a(model.singular)}`,
-      `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`),
+      writeProse(options, `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`)),
     params: idParams(model),
     headers: writeHeaders(options, preferHeader),
     body: namedBody(names.modify, modifySchema(model), model),
@@ -259,7 +269,7 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
     response: { 200: saved(model, `The ${model.singular} as modified.`) },
     documentedResponses: {
       ...savedMinimal('Modified'),
-      ...problems(options, writeStatuses(model, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
+      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
         404: `no ${model.singular} with this ${model.idField}.`,
         409: 'others changed the resource too often to apply this patch; retry.'
       })
@@ -270,10 +280,10 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
 export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions) {
   const children = [...model.relations.values()].filter(relation => relation.kind === 'many')
   // DELETE may carry a body, which is parsed (415, 413) though unused.
-  const statuses = [400, 404, 412, 413, 415, 503, ...(children.length > 0 ? [409] : []), ...(options.requireIfMatch ? [428] : [])]
+  const statuses = [400, 404, 412, 413, 415, 503, ...(children.length > 0 || options.businessRules ? [409] : []), ...(options.businessRules ? [422] : []), ...(options.requireIfMatch ? [428] : [])]
   return {
     ...tagged(model, options, `delete${pascal(model.singular)}`, `Delete ${a(model.singular)}`,
-      `DELETE ${a(model.singular)}; conditional with If-Match.`),
+      writeProse(options, `DELETE ${a(model.singular)}; conditional with If-Match.`)),
     params: idParams(model),
     headers: writeHeaders(options),
     documentedResponses: {

@@ -85,6 +85,9 @@ function checkRule (model: ResourceModel, text: string, where: string, fail = (m
   }
 }
 
+/** The resource's writes run hooks, which may refuse them. */
+export const hasHooks = (rules: ModelRules | null): boolean => rules !== null && (rules.hooks.beforeWrite !== undefined || rules.hooks.afterWrite !== undefined)
+
 /** Checks a definition's rules, server values and hooks against its model; null when it has none. */
 export function compileRules (model: ResourceModel, definition: ApplicationRules<unknown, Principal>): ModelRules | null {
   const { rules = {}, serverValues = {}, hooks = {} } = definition
