@@ -134,7 +134,7 @@ t.test('PATCH without If-Match re-reads and re-merges when another write lands b
   t.equal(res.headers.etag, '"3"')
 })
 
-t.test('PATCH without If-Match gives up with 409 when every attempt is overtaken', async t => {
+t.test('PATCH and PUT without If-Match give up with 409 when every attempt is overtaken', async t => {
   const inner = memoryStore()
   let interfere = 0
   const store = {
@@ -155,6 +155,10 @@ t.test('PATCH without If-Match gives up with 409 when every attempt is overtaken
   const res = await app.inject({ method: 'PATCH', url: `/v1/authors/${authors[0].id}`, headers: json, payload: { country: 'GB' } })
   t.same({ status: res.statusCode, detail: res.json().detail }, { status: 409, detail: 'The resource is being changed by others too often to apply this patch; retry.' })
   t.not((await app.inject({ url: `/v1/authors/${authors[0].id}` })).json().data.author.country, 'GB')
+  interfere = 100
+  const put = await app.inject({ method: 'PUT', url: `/v1/authors/${authors[0].id}`, headers: json, payload: { name: 'Someone Else' } })
+  t.same({ status: put.statusCode, detail: put.json().detail }, { status: 409, detail: 'The resource is being changed by others too often to apply this replacement; retry.' })
+  t.not((await app.inject({ url: `/v1/authors/${authors[0].id}` })).json().data.author.name, 'Someone Else')
 })
 
 t.test('PATCH with If-Match answers 412 when another write lands after the check', async t => {

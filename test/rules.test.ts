@@ -115,6 +115,11 @@ t.test('a field a caller may not read does not exist for it; one it may not writ
     t.same(hidden.json(), JSON.parse(madeUp.body.replaceAll('nonesuch', 'secret')), `${method}: with other problems too, the answer a made-up name gets`)
     t.equal(hidden.json().invalidParams.length, 2)
   }
+  const pinned = await app.inject({ method: 'PATCH', url: `/v1/posts/${annPublic.id}`, headers: asJson('ann'), payload: { pinned: true } })
+  t.equal(pinned.statusCode, 400, 'a field the caller may read but not write')
+  t.same(pinned.json().invalidParams, [{ name: 'pinned', reason: 'may not be written by this caller' }])
+  t.equal((await app.inject({ method: 'PATCH', url: `/v1/posts/${annPublic.id}`, headers: asJson('root'), payload: { pinned: true } })).json().data.post.pinned, true, 'admin may')
+  t.equal((await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('ann') })).json().data.post.pinned, true, 'and the others read it')
   const replaced = await app.inject({ method: 'PUT', url: `/v1/posts/${annPublic.id}`, headers: asJson('ann'), payload: { topicId: annPublic.topicId, title: 'replaced' } })
   t.equal(replaced.statusCode, 200)
   t.equal((await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('root') })).json().data.post.secret, 'for admins', 'a REPLACE keeps what the caller could not send')
@@ -156,6 +161,8 @@ t.test('the OpenAPI document marks restricted and server-set fields', async t =>
   t.match(properties.secret.description, /only some callers may read and write it/)
   t.match(properties.createdAt.description, /Set by the server when the record is created/)
   t.match(properties.updatedAt.description, /Set by the server on every write/)
+  t.same(properties.pinned['x-restricted'], ['write'])
+  t.match(properties.pinned.description, /only some callers may write it; for the others it is read-only/)
   t.notOk('x-restricted' in properties.title)
   const paths = (await app.inject({ url: '/v1/openapi.json' })).json().paths
   for (const operation of [paths['/posts'].post, paths['/posts/{id}'].put, paths['/posts/{id}'].patch, paths['/posts/{id}'].delete]) {

@@ -21,6 +21,7 @@ const Post = Type.Object({
   title: Type.String({ minLength: 1 }),
   private: Type.Optional(Type.Boolean({ default: false })),
   secret: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  pinned: Type.Optional(Type.Boolean()),
   ownerId: Type.Readonly(Type.String()),
   createdAt: Type.Readonly(Type.String({ format: 'date-time' })),
   updatedAt: Type.Readonly(Type.String({ format: 'date-time' }))
@@ -49,7 +50,10 @@ export function resources (store: Store) {
       rules: {
         read: (caller: Caller | null) => caller?.admin === true ? null : 'private eq false or ownerId eq @principal.user',
         write: (caller: Caller | null) => caller?.admin === true ? null : 'ownerId eq @principal.user',
-        fields: { secret: { read: caller => caller?.admin === true, write: caller => caller?.admin === true } }
+        fields: {
+          secret: { read: caller => caller?.admin === true, write: caller => caller?.admin === true },
+          pinned: { write: caller => caller?.admin === true }
+        }
       },
       serverValues: {
         ownerId: { on: 'create', value: ({ principal }) => principal?.user ?? 'nobody' },
