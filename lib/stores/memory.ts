@@ -358,13 +358,16 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
       // The store that began the transaction owns the tables.
       async close () {}
     }
+    // Its claims end with it, once its writes are kept or undone.
+    const release = () => { for (const key of claimed) claims.delete(key) }
     try {
-      return await work(store)
+      const result = await work(store)
+      release()
+      return result
     } catch (error) {
       undo(journal)
+      release()
       throw error
-    } finally {
-      for (const key of claimed) claims.delete(key)
     }
   }
 
