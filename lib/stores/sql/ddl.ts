@@ -155,6 +155,11 @@ function keysTable (schema: string): Sql[] {
   ]
 }
 
+/** The statements that make it, as text: for those who manage their tables themselves (`migrate: false`). */
+export function keysTableDefinition (schema: string): string {
+  return keysTable(schema).map(statement => toQuery(statement).text).join('; ')
+}
+
 /**
  * Checks and (with `alter`) creates the table of kept responses, under the same lock as
  * {@link migrate}. Without `alter` a missing table is a TypeError that gives its definition.
@@ -164,12 +169,11 @@ export async function migrateKeys (run: Run, schema: string, options: MigrateOpt
   const name = `${quoteIdent(schema)}.${quoteIdent(KEYS_TABLE)}`
   const [[exists]] = await run(sql`SELECT to_regclass(${name}) IS NOT NULL`)
   if (exists === true) return
-  const definition = keysTable(schema)
   if (!options.alter) {
     throw new TypeError(`SQL store: table ${name}, where responses to requests with an Idempotency-Key are kept, does not exist, and option migrate is false; ` +
-      `create it: ${definition.map(statement => toQuery(statement).text).join('; ')}`)
+      `create it: ${keysTableDefinition(schema)}`)
   }
-  for (const statement of definition) await run(statement)
+  for (const statement of keysTable(schema)) await run(statement)
 }
 
 function checkType (table: Table, column: string, found: Existing, types: readonly string[], what: string): void {

@@ -92,6 +92,7 @@ export class SqlStore implements Store {
   #query: QueryFunction
   /** In a transaction's store: the models it met whose tables were not prepared (see transaction). */
   #unprepared: Array<ResourceModel | typeof KEYS> | undefined
+  /** Shared with its transactions' stores, as the tables are. */
   #keys: KeysTable
 
   constructor (db: SqlDatabase, settings: SqlStoreSettings) {
@@ -349,7 +350,9 @@ export class SqlStore implements Store {
     const digest = createHash('sha256').update(`fastify-api-conventions idempotency ${this.#settings.schema}\u0000${key}`).digest()
     const [[held]] = await this.#runKeys(sql`SELECT pg_try_advisory_xact_lock(${digest.readInt32BE(0)}::integer, ${digest.readInt32BE(4)}::integer)`)
     if (held !== true) return BUSY
-    // A statement after the lock's: its snapshot sees what the transaction that last held the key committed.
+    // A statement after the lock's: its snapshot sees what the transaction that last held the key
+    // committed. (Under REPEATABLE READ it may not; keeping the response over that row is then a
+    // serialization failure, and the transaction runs again.)
     const rows = await this.#runKeys(sql`SELECT fingerprint, response::text FROM ${this.#keys.ref} WHERE key = ${key}::text AND expires_at > now()`)
     if (rows.length === 0) return FREE
     const [fingerprint, response] = rows[0] as [string, string]
