@@ -50,6 +50,12 @@ export interface KeptResponse {
   readonly body: unknown
 }
 
+/** What the plugin will ask of a store beyond its models' records. */
+export interface PrepareFeatures {
+  /** Idempotency-Key is on: `claimKey` and `keepResponse` will be called. Default true. */
+  readonly idempotencyKeys?: boolean
+}
+
 /** What claiming a key finds (see Store.claimKey). */
 export type KeyClaim =
   | { readonly kind: 'free' }
@@ -93,6 +99,6 @@ export interface Store {
    * Optional: called once at start-up with the models the store serves, so that a store that
    * must check or create tables fails start-up, not requests, when it cannot serve a schema.
    */
-  prepare? (models: readonly ResourceModel[]): Promise<void>
+  prepare? (models: readonly ResourceModel[], features?: PrepareFeatures): Promise<void>
   close (): Promise<void>
 }

@@ -50,6 +50,8 @@ t.test('with migrate: false a missing table stops start-up, naming it and giving
   t.teardown(() => store.close())
   const message = /^SQL store: table "keys_managed"\."api_idempotency_keys", where responses to requests with an Idempotency-Key are kept, does not exist, and option migrate is false; create it: (CREATE TABLE .*)$/
   await t.rejects(store.prepare?.([]) as Promise<void>, { name: 'TypeError', message })
+  await store.prepare?.([], { idempotencyKeys: false })
+  t.pass('without Idempotency-Key the plugin does not ask for the table, and start-up goes on')
   await t.rejects(store.claimKey('k1'), { name: 'TypeError', message }, 'and so does first use, where nothing called prepare')
   await t.rejects(store.purgeKeys(new Date()), { name: 'TypeError', message })
   const definition = (await store.prepare?.([]).catch((error: Error) => error) as Error).message.match(message)?.[1] as string

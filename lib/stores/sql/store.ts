@@ -8,7 +8,7 @@ import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
-import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
 import { compileFilter, compileList } from './compile.js'
 import type { CompileContext } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
@@ -135,12 +135,13 @@ export class SqlStore implements Store {
    * Idempotency-Key. An unreachable database is left to the first request, which answers 503 and
    * tries again.
    */
-  async prepare (models: readonly ResourceModel[]): Promise<void> {
+  async prepare (models: readonly ResourceModel[], features: PrepareFeatures = {}): Promise<void> {
     const unlessUnavailable = (error: unknown) => {
       if ((error as { code?: unknown }).code !== 'API_ERR_STORE_UNAVAILABLE') throw error
     }
     for (const model of models) await this.#prepare(model).catch(unlessUnavailable)
-    await this.#prepareKeys().catch(unlessUnavailable)
+    // Without Idempotency-Key the table is never used, so `migrate: false` need not have it.
+    if (features.idempotencyKeys !== false) await this.#prepareKeys().catch(unlessUnavailable)
   }
 
   /** The table of kept responses, checked and created if missing before first use, as #prepare does a model's. */
