@@ -29,7 +29,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const rules = new Map(models.map((model, i) => [model, compileRules(model, options.resources[i])]))
   const rulesOf = (model: ResourceModel) => rules.get(model.base ?? model) ?? null
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
-  for (const store of new Set(models.map(storeOf))) await store.prepare?.(models.filter(model => storeOf(model) === store))
+  for (const store of new Set(models.map(storeOf))) await store.prepare?.(models.filter(model => storeOf(model) === store), { idempotencyKeys: options.idempotency !== null })
   const prefix = routePrefix(app)
   if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
 
@@ -95,7 +95,8 @@ export type { MemoryStoreOptions } from './stores/memory.js'
 export { postgresStore, pgliteStore } from './stores/sql/index.js'
 export type { SqlStoreOptions, PostgresStoreOptions, PgliteStoreOptions, TableMapping } from './stores/sql/index.js'
 export { VERSION_MISMATCH } from './stores/store.js'
-export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOptions, WriteOptions, Fields } from './stores/store.js'
+export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOptions, WriteOptions, Fields, KeptResponse, KeyClaim } from './stores/store.js'
+export type { IdempotencyOptions } from './idempotency.js'
 export type {
   ApplicationRules, ResourceRules, RowRule, FieldRule, ServerValue, ServerValueContext, WriteHooks, WriteEvent, WriteOperation, Transaction
 } from './rules/types.js'

@@ -17,6 +17,8 @@ import type { DeprecationHeaders, DeprecationOptions } from './security/deprecat
 import { resolveHeaderValue, resolveResourcePolicies } from './security/headers.js'
 import type { ResolvedResourcePolicy, ResourcePolicy } from './security/headers.js'
 import { positiveInteger } from './security/limits.js'
+import { resolveIdempotency } from './idempotency.js'
+import type { IdempotencyOptions, ResolvedIdempotency } from './idempotency.js'
 
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
@@ -56,6 +58,8 @@ export interface ApiConventionsOptions {
   readonly bodyLimit?: number
   /** Longest time a handler may take, in milliseconds; longer gets 503. Default: no limit. */
   readonly handlerTimeout?: number
+  /** Idempotency-Key on POST and PATCH: how long answers are kept for retries; `false` ignores the header. Default: on, 24 hours. */
+  readonly idempotency?: IdempotencyOptions | false
   /** The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of the resources. */
   readonly openapi?: { readonly title?: string, readonly version?: string, readonly description?: string }
 }
@@ -82,6 +86,7 @@ export interface ResolvedOptions {
   readonly maxQueryLength: number
   readonly bodyLimit: number | undefined
   readonly handlerTimeout: number | undefined
+  readonly idempotency: ResolvedIdempotency | null
   readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined }
 }
 
@@ -105,6 +110,7 @@ const optionKeys = knownKeys({
   maxQueryLength: true,
   bodyLimit: true,
   handlerTimeout: true,
+  idempotency: true,
   openapi: true,
   // Fastify's own register options, which reach the plugin with its options.
   prefix: true,
@@ -171,6 +177,7 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     maxQueryLength: positiveInteger(options.maxQueryLength, 'maxQueryLength') ?? 4096,
     bodyLimit: positiveInteger(options.bodyLimit, 'bodyLimit'),
     handlerTimeout: positiveInteger(options.handlerTimeout, 'handlerTimeout'),
+    idempotency: resolveIdempotency(options.idempotency),
     openapi: resolveOpenApiInfo(options.openapi)
   })
 }

@@ -22,7 +22,7 @@ import {
   admission, auditLogOf, authenticatorFor, authorizationFor, checkRequestHeaders, rateLimiterFor,
   resourcePolicies, routeLimits
 } from './security/index.js'
-import { kFormat, kPlainJson, kRecordRead } from './symbols.js'
+import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead } from './symbols.js'
 import { callerBodyCheck } from './rules/write.js'
 import type { RouteContext } from './routes/context.js'
 
@@ -66,7 +66,7 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
   const headers = createHeaderHooks(options.cacheControl, options.deprecation)
   const formats = createResponseFormats(app, models)
   return {
-    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null]],
+    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null], [kCaller, null], [kKeyedTransaction, null]],
     parsers: [jsonParser(app), ...formatParsers],
     onRoute: [
       { name: 'routeLimits', run: routeLimits(options) },

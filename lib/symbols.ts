@@ -37,3 +37,7 @@ export const kOwnId = Symbol('api-conventions.ownRequestId')
 export const kUnmetExpectation = Symbol('Expect other than 100-continue')
 /** On a Node server: the prefixes of the plugin instances registered on it (security/limits.ts). */
 export const kPluginPrefixes = Symbol('prefixes of the plugin instances on this server')
+/** The caller's non-secret key (the principal key of auth), which Idempotency-Keys are scoped by (idempotency.ts). */
+export const kCaller = Symbol('api-conventions.caller')
+/** The store transaction a keyed write runs in (idempotency.ts); the write's own steps join it. */
+export const kKeyedTransaction = Symbol('api-conventions.keyedTransaction')

@@ -186,7 +186,7 @@ t.test('the check receives resource, operation, id and, for item operations, the
 t.test('a RETRIEVE reads its record from the store once, though the authorization check read it first', async t => {
   const inner = memoryStore()
   const gets: string[] = []
-  const store: Store = { list: inner.list.bind(inner), getMany: inner.getMany.bind(inner), create: inner.create.bind(inner), update: inner.update.bind(inner), remove: inner.remove.bind(inner), transaction: inner.transaction.bind(inner), close: inner.close.bind(inner), get (model, id) { gets.push(`${model.name}/${id}`); return inner.get(model, id) } }
+  const store: Store = { list: inner.list.bind(inner), getMany: inner.getMany.bind(inner), create: inner.create.bind(inner), update: inner.update.bind(inner), remove: inner.remove.bind(inner), transaction: inner.transaction.bind(inner), claimKey: inner.claimKey.bind(inner), keepResponse: inner.keepResponse.bind(inner), purgeKeys: inner.purgeKeys.bind(inner), close: inner.close.bind(inner), get (model, id) { gets.push(`${model.name}/${id}`); return inner.get(model, id) } }
   const app = await buildSecureApp(t, { store, auth: testAuth({ authorize: ({ record }) => record !== null }) })
   const { book } = await seedOne(app)
   gets.length = 0

@@ -15,6 +15,7 @@ import { normalizeRecord, wantsMinimal, writeHeaders } from './shared.js'
 import { formatVariant } from '../http/negotiation.js'
 import { checkWritableFields, withServerValues } from '../rules/write.js'
 import { writeSteps } from './write.js'
+import { sendEmpty } from '../idempotency.js'
 import { hiddenVariant } from './item.js'
 
 /** The handlers of a resource's collection: LIST and CREATE (routes/table.ts places them). */
@@ -38,7 +39,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
       checkWritableFields(rules, principal, body)
       const id = model.generateId()
       const data = withServerValues(rules, normalizeRecord(model, { ...body, [model.idField]: id }), 'create', principal, null)
-      const record = await steps.run(async tx => {
+      const record = await steps.run(request, async tx => {
         await steps.requireVisibleReferences(tx, request, data)
         await steps.before(tx, request, 'create', id, data, null)
         const created = await tx.create(model, data)
@@ -47,7 +48,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
       })
       writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, hiddenVariant(view)))), record.modifiedAt)
       reply.code(201).header('location', itemPath(context.envelope, model, id))
-      if (wantsMinimal(reply)) return reply.send()
+      if (wantsMinimal(reply)) return sendEmpty(reply)
       return singleBody(context.envelope, model, project(record.data, readableFields(view)))
     }
   }

@@ -48,6 +48,16 @@ export function writeHeaders (options: SchemaOptions, extra: Record<string, Json
 export const preferHeader: Record<string, JsonSchema> = {
   Prefer: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. Other preferences are ignored.', examples: ['return=minimal'] }
 }
+/** Idempotency-Key on POST and PATCH (idempotency.ts). */
+export const idempotencyKeyHeader: Record<string, JsonSchema> = {
+  'Idempotency-Key': {
+    type: 'string',
+    maxLength: 257,
+    description: 'A key of your choosing, unique per request you mean (a structured-field string, "…", or bare), at most 255 characters: the answer is kept, and a retry with the same key and body gets it again with Idempotent-Replayed: true, nothing written twice. The same key with another body is 422; while the first request still runs, 409. Keys are per caller, method and path.',
+    examples: ['"4f6b0d2e-5a1c-4e8b-9f3a-2c7d1e0b6a95"']
+  }
+}
+export const idempotentReplayed = { 'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Sent with an answer kept for an earlier request with this Idempotency-Key.' } }
 export const preferenceApplied = { 'Preference-Applied': { type: 'string', description: 'The return preference applied, when the request sent one.' } }
 
 export const requestHeaders = (extra: Record<string, JsonSchema> = {}): JsonSchema =>

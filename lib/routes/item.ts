@@ -6,6 +6,7 @@ import { mergedSchema } from '../registry/derive.js'
 import { attachRelated, project, singleBody } from '../envelope/index.js'
 import { checkWritableFields, unwritableFields, withServerValues } from '../rules/write.js'
 import { writeSteps } from './write.js'
+import { sendEmpty } from '../idempotency.js'
 import type { Link } from '../envelope/index.js'
 import { parseItemQuery, readableFields } from '../query/list-query.js'
 import type { RawQuery } from '../query/list-query.js'
@@ -62,7 +63,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
   function respond (reply: FastifyReply, record: StoredRecord, view: ResourceModel) {
     // The ETag of the representation sent: JSON `"7"`, XML another variant of version 7.
     writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(reply.request, hiddenVariant(view)))), record.modifiedAt)
-    if (wantsMinimal(reply)) return reply.code(204).send()
+    if (wantsMinimal(reply)) return sendEmpty(reply.code(204))
     return singleBody(context.envelope, model, project(record.data, readableFields(view)))
   }
 
@@ -118,7 +119,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     const view = steps.view(request)
     const { principal } = request
     checkWritableFields(rules, principal, body)
-    const written = await steps.run(async tx => {
+    const written = await steps.run(request, async tx => {
       for (let attempt = 1; attempt <= modifyAttempts; attempt++) {
         const { record, preconditions } = await currentFor(request, tx, view, id)
         const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
@@ -158,7 +159,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
   async function deleteResource (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
     const preconditions = readPreconditions(request.headers)
-    await steps.run(async tx => {
+    await steps.run(request, async tx => {
       let how = {}
       let previous: StoredRecord | null = null
       if (requireIfMatch || hasPreconditions(preconditions) || rules !== null) {

@@ -11,7 +11,7 @@ import { produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
 import { bodyTypes } from '../http/body-types.js'
 import type { RouteContext } from './context.js'
-import { preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
+import { idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
 export interface SchemaOptions {
@@ -29,6 +29,8 @@ export interface SchemaOptions {
   readonly timeLimited: boolean
   /** The resource's hooks may refuse a write (rules/types.ts): 409 and 422 apply to its writes. */
   readonly businessRules: boolean
+  /** POST and PATCH take Idempotency-Key (idempotency.ts). */
+  readonly idempotency: boolean
 }
 
 /** The schema options of one resource's routes (or of the plugin's other routes, without a model). */
@@ -42,7 +44,8 @@ export function schemaOptionsFor (context: RouteContext, model?: ResourceModel):
     deprecated: options.deprecation !== undefined || (model !== undefined && options.resourcePolicies.get(model.name)?.deprecation !== undefined),
     corsPreflight: options.cors.origins.length > 0,
     timeLimited: options.handlerTimeout !== undefined,
-    businessRules: model !== undefined && hasHooks(context.rulesOf(model))
+    businessRules: model !== undefined && hasHooks(context.rulesOf(model)),
+    idempotency: options.idempotency !== null
   }
 }
 
@@ -209,6 +212,18 @@ function writeStatuses (model: ResourceModel, options: SchemaOptions, requireIfM
   return result
 }
 
+/** What Idempotency-Key adds to a POST or PATCH, when it is on. */
+function keyed (options: SchemaOptions): { header: Record<string, JsonSchema>, replayed: Record<string, JsonSchema>, statuses: number[], busy: string, refine: Record<number, string> } {
+  if (!options.idempotency) return { header: {}, replayed: {}, statuses: [], busy: '', refine: {} }
+  return {
+    header: idempotencyKeyHeader,
+    replayed: idempotentReplayed,
+    statuses: [422],
+    busy: ', or a request with this Idempotency-Key is still being processed',
+    refine: { 422: 'this Idempotency-Key was used with another body, or the body refers to a record that does not exist.' }
+  }
+}
+
 const saved = (model: ResourceModel, what: string) => ({ $ref: `${schemaNames(model).single}#`, description: what, headers: { ...validators, ...preferenceApplied, ...requestId } })
 /** REPLACE and MODIFY under Prefer: return=minimal. */
 const savedMinimal = (what: string) => ({ 204: { type: 'null', description: `${what} (Prefer: return=minimal); no body.`, headers: { ...validators, ...preferenceApplied, ...requestId } } })
@@ -218,18 +233,19 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
   return {
     ...tagged(model, options, `create${pascal(model.singular)}`, `Create ${a(model.singular)}`,
       writeProse(options, `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400. With Prefer: return=minimal, the 201 has no body.`)),
-    headers: requestHeaders(preferHeader),
+    headers: requestHeaders({ ...preferHeader, ...keyed(options).header }),
     body: namedBody(names.create, createSchema(model), model),
     consumes: [...bodyTypes.create],
     produces: successTypes,
     response: {
       201: {
         ...saved(model, `Created: the new ${model.singular}.`),
-        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...requestId }
+        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...keyed(options).replayed, ...requestId }
       }
     },
-    documentedResponses: problems(options, writeStatuses(model, options, false, [400, 409, 412, 413, 415, 503]), {
-      409: `a ${model.singular} with the generated ${model.idField} already exists.`,
+    documentedResponses: problems(options, writeStatuses(model, options, false, [400, 409, 412, 413, 415, 503, ...keyed(options).statuses]), {
+      409: `a ${model.singular} with the generated ${model.idField} already exists${keyed(options).busy}.`,
+      ...keyed(options).refine,
       ...collectionPrecondition
     })
   }
@@ -262,16 +278,17 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
     ...tagged(model, options, `modify${pascal(model.singular)}`, `Modify ${a(model.singular)}`,
       writeProse(options, `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`)),
     params: idParams(model),
-    headers: writeHeaders(options, preferHeader),
+    headers: writeHeaders(options, { ...preferHeader, ...keyed(options).header }),
     body: namedBody(names.modify, modifySchema(model), model),
     consumes: [...bodyTypes.modify],
     produces: successTypes,
     response: { 200: saved(model, `The ${model.singular} as modified.`) },
     documentedResponses: {
       ...savedMinimal('Modified'),
-      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
+      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503, ...keyed(options).statuses]), {
         404: `no ${model.singular} with this ${model.idField}.`,
-        409: 'others changed the resource too often to apply this patch; retry.'
+        409: `others changed the resource too often to apply this patch${keyed(options).busy}; retry.`,
+        ...keyed(options).refine
       })
     }
   }

@@ -16,6 +16,7 @@ import type { RouteContext } from './context.js'
 import { collectionHandlers, nestedListHandler } from './collection.js'
 import { itemHandlers } from './item.js'
 import { capabilitiesHandler } from './shared.js'
+import { idempotent } from '../idempotency.js'
 import {
   capabilitiesRouteSchema, createRouteSchema, deleteRouteSchema, listRouteSchema, modifyRouteSchema,
   nestedListRouteSchema, replaceRouteSchema, retrieveRouteSchema, schemaOptionsFor
@@ -123,7 +124,9 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Rout
   for (const model of models) {
     const collection = collectionHandlers(model, context)
     const item = itemHandlers(model, context)
-    const handlers = { list: collection.list, create: collection.create, ...item }
+    // POST and PATCH are not idempotent by themselves: a client's Idempotency-Key makes them so.
+    const keyed = (handler: RouteHandlerMethod) => idempotent(handler, context.storeOf(model), context.options.idempotency)
+    const handlers = { list: collection.list, create: keyed(collection.create), ...item, modify: keyed(item.modify) }
     for (const at of pathsOf(model)) {
       const rows = operations.filter(row => row.place === at.place && served(row, at))
       const allow = rows.flatMap(row => row.method === 'GET' ? ['GET', 'HEAD'] : [row.method])

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import { ForbiddenError } from '../errors.js'
+import { keyedTransaction } from '../idempotency.js'
 import { missingRelatedError } from '../stores/referential.js'
 import { transactionHandle, writeEvent } from '../rules/write.js'
 import type { WriteOperation } from '../rules/types.js'
@@ -28,8 +29,15 @@ export function writeSteps (model: ResourceModel, context: RouteContext) {
     rules,
     /** Reads of the record a write changes lock it until the transaction ends. */
     lock: transactional,
-    /** `work` in one transaction when rules or hooks take part in the write, else on the store. */
-    run: <T>(work: (tx: Store) => Promise<T>): Promise<T> => transactional ? store.transaction(work) : work(store),
+    /**
+     * `work` in one transaction when rules or hooks take part in the write, else on the store; in
+     * the transaction of the request's Idempotency-Key when it sends one (idempotency.ts).
+     */
+    run: <T>(request: FastifyRequest, work: (tx: Store) => Promise<T>): Promise<T> => {
+      const keyed = keyedTransaction(request)
+      if (keyed !== null) return work(keyed)
+      return transactional ? store.transaction(work) : work(store)
+    },
     /** The resource as the caller sees it. */
     view: (request: FastifyRequest): ResourceModel => context.views.forCaller(request.principal)(model),
     /**

@@ -48,7 +48,7 @@ function isOrigin (text: string): boolean {
 
 /** Response headers a browser script may read (the CORS-safelisted ones need no mention). */
 export const exposedHeaders = ['ETag', 'Location', 'Request-Id', 'Retry-After', 'Link', 'Allow', 'WWW-Authenticate',
-  'Deprecation', 'Sunset', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Preference-Applied']
+  'Deprecation', 'Sunset', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Preference-Applied', 'Idempotent-Replayed']
 
 // The CORS catch-all (paths with no OPTIONS route of their own) is read-only.
 const readMethods = ['GET', 'HEAD', 'OPTIONS']
@@ -74,7 +74,7 @@ function methodList (methods: readonly string[]): string {
 export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean) {
   const allowed = new Set(cors.origins)
   const allowedHeaders = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since',
-    'If-Unmodified-Since', 'Prefer', 'X-Request-Id', ...auditHeaderNames, ...(apiKeys ? ['x-api-key'] : [])].join(', ')
+    'If-Unmodified-Since', 'Prefer', 'Idempotency-Key', 'X-Request-Id', ...auditHeaderNames, ...(apiKeys ? ['x-api-key'] : [])].join(', ')
   const exposed = exposedHeaders.join(', ')
   const maxAge = String(cors.maxAge)
 

@@ -15,6 +15,7 @@ import { dateHeaderProblem } from './date-header.js'
 import { isPromise } from './edge.js'
 import type { EdgeStep } from './edge.js'
 import { addressKey, createRateLimiter } from './rate-limit.js'
+import { setCaller } from '../idempotency.js'
 import type { RateLimiter } from './rate-limit.js'
 
 declare module 'fastify' {
@@ -79,6 +80,7 @@ export const rateLimiterFor = (options: ResolvedOptions) => options.rateLimit ==
 export function admission (authenticator: Authenticator | null, limit: RateLimiter | null): EdgeStep | undefined {
   if (authenticator === null) return limit === null ? undefined : (request, reply) => limit(request, reply, addressKey(request))
   const admit = (request: FastifyRequest, reply: FastifyReply, result: Authentication) => {
+    if (result.kind === 'authenticated') setCaller(request, result.key)
     const counted = limit?.(request, reply, result.kind === 'authenticated' ? `principal:${result.key}` : addressKey(request))
     if (isPromise(counted)) return counted.then(() => authenticator.requireAuthentication(request, result))
     authenticator.requireAuthentication(request, result)

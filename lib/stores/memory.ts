@@ -3,13 +3,14 @@
 // LIST reads a sorted index per table and sort order, kept current by every write, so a page
 // costs a binary search and a scan to limit + 1 matches, not a sort of the table.
 // Transactions run one at a time and undo their writes from a journal when their work throws.
+// Responses kept for Idempotency-Key live in a Map by key, as JSON text, as the SQL store keeps them.
 import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
 import { storedFields } from '../values/storable.js'
-import type { Fields, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
+import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
 import { ConflictError } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
@@ -33,16 +34,27 @@ interface Table {
 }
 
 export interface MemoryStoreOptions {
-  /** Clock for modification times; default `() => new Date()`. */
+  /** Clock for modification times and for when kept responses expire; default `() => new Date()`. */
   readonly now?: () => Date
 }
 
-/** One write of a transaction, to undo: the record it replaced or removed, or none when it created one. */
-interface Undo {
-  readonly model: ResourceModel
-  readonly id: string
-  readonly previous: StoredRecord | undefined
+/** A response kept under an Idempotency-Key: JSON text, so every claim reads a copy, round-tripped as in SQL. */
+interface Kept {
+  readonly fingerprint: string
+  readonly response: string
+  readonly expiresAt: number
 }
+
+/**
+ * One write of a transaction, to undo: the record it replaced or removed, or none when it created
+ * one; or the response kept under a key that it replaced or purged, or none.
+ */
+type Undo =
+  | { readonly model: ResourceModel, readonly id: string, readonly previous: StoredRecord | undefined }
+  | { readonly key: string, readonly previous: Kept | undefined }
+
+const FREE: KeyClaim = Object.freeze({ kind: 'free' })
+const BUSY: KeyClaim = Object.freeze({ kind: 'busy' })
 
 /** Sort indexes kept per table; each costs one array of references and a splice per write. */
 export const INDEXES_PER_TABLE = 16
@@ -56,6 +68,11 @@ const memoryStoreKeys = knownKeys({ now: true } satisfies Record<keyof MemorySto
  * they never interleave with its steps (work must write through the store it receives: a write
  * on this one would wait for itself). Reads are not held back: they may see a transaction's
  * writes before it ends (and writes it then undoes). `get`'s `lock` changes nothing here.
+ *
+ * Idempotency keys: a transaction's `claimKey` holds the key until the transaction ends, however it
+ * ends. Outside a transaction each call is one of its own: `claimKey` answers what it finds (`busy`
+ * while a running transaction holds the key) and holds nothing; `keepResponse` and `purgeKeys`
+ * are writes, so they wait for queued transactions as the others do.
  */
 export function memoryStore (options: MemoryStoreOptions = {}): Store {
   refuseUnknownKeys(options, memoryStoreKeys, 'memoryStore')
@@ -66,6 +83,10 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   /** The end of the last transaction (or write waiting behind one) queued; `waiting` counts them. */
   let queue: Promise<unknown> = Promise.resolve()
   let waiting = 0
+  /** Responses kept by Idempotency-Key. */
+  const kept = new Map<string, Kept>()
+  /** Keys claimed by running transactions, each mapped to the set of keys its transaction claimed. */
+  const claims = new Map<string, Set<string>>()
 
   function table (model: ResourceModel): Table {
     let found = tables.get(model.name)
@@ -261,6 +282,40 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     return true
   }
 
+  /** `claimed`: the keys the calling transaction holds (it takes this one too), or null outside one. */
+  function claimKey (claimed: Set<string> | null, key: string): KeyClaim {
+    const holder = claims.get(key)
+    if (holder !== undefined && holder !== claimed) return BUSY
+    if (claimed !== null) {
+      claimed.add(key)
+      claims.set(key, claimed)
+    }
+    const entry = kept.get(key)
+    if (entry === undefined || entry.expiresAt <= now().getTime()) return FREE
+    return { kind: 'kept', fingerprint: entry.fingerprint, response: JSON.parse(entry.response) as KeptResponse }
+  }
+
+  /** Sets (or with `entry` undefined, deletes) what is kept under `key`, noting what it replaced. */
+  function keep (journal: Undo[] | null, key: string, entry: Kept | undefined) {
+    journal?.push({ key, previous: kept.get(key) })
+    if (entry === undefined) kept.delete(key)
+    else kept.set(key, entry)
+  }
+
+  function keepResponse (journal: Undo[] | null, key: string, fingerprint: string, response: KeptResponse, expiresAt: Date) {
+    keep(journal, key, { fingerprint, response: JSON.stringify(response), expiresAt: expiresAt.getTime() })
+  }
+
+  function purgeKeys (journal: Undo[] | null, before: Date): number {
+    let purged = 0
+    for (const [key, entry] of kept) {
+      if (entry.expiresAt >= before.getTime()) continue
+      keep(journal, key, undefined)
+      purged++
+    }
+    return purged
+  }
+
   /** Runs `step` once every transaction queued before it has ended, however it ended. */
   function serialize<T> (step: () => T | Promise<T>): Promise<T> {
     waiting++
@@ -273,7 +328,12 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   /** Puts back, newest first, what the journal's writes replaced: map and index work, which cannot fail. */
   function undo (journal: readonly Undo[]) {
     for (let at = journal.length - 1; at >= 0; at--) {
-      const { model, id, previous } = journal[at]
+      const step = journal[at]
+      if ('key' in step) {
+        keep(null, step.key, step.previous)
+        continue
+      }
+      const { model, id, previous } = step
       const { rows } = table(model)
       const current = rows.get(id)
       if (previous === undefined) rows.delete(id)
@@ -284,20 +344,29 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
 
   async function run<T> (work: (store: Store) => Promise<T>): Promise<T> {
     const journal: Undo[] = []
+    const claimed = new Set<string>()
     const store: Store = {
       ...reads,
       create: async (model, fields) => create(journal, model, fields),
       update: async (model, id, fields, how) => update(journal, model, id, fields, how),
       remove: async (model, id, how) => remove(journal, model, id, how),
+      claimKey: async key => claimKey(claimed, key),
+      keepResponse: async (key, fingerprint, response, expiresAt) => keepResponse(journal, key, fingerprint, response, expiresAt),
+      purgeKeys: async before => purgeKeys(journal, before),
       // A transaction inside this one joins it.
       transaction: async inner => await inner(store),
       // The store that began the transaction owns the tables.
       async close () {}
     }
+    // Its claims end with it, once its writes are kept or undone.
+    const release = () => { for (const key of claimed) claims.delete(key) }
     try {
-      return await work(store)
+      const result = await work(store)
+      release()
+      return result
     } catch (error) {
       undo(journal)
+      release()
       throw error
     }
   }
@@ -314,9 +383,18 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     async remove (model, id, how) {
       return waiting === 0 ? remove(null, model, id, how) : await serialize(() => remove(null, model, id, how))
     },
+    claimKey: async key => claimKey(null, key),
+    async keepResponse (key, fingerprint, response, expiresAt) {
+      if (waiting === 0) keepResponse(null, key, fingerprint, response, expiresAt)
+      else await serialize(() => keepResponse(null, key, fingerprint, response, expiresAt))
+    },
+    async purgeKeys (before) {
+      return waiting === 0 ? purgeKeys(null, before) : await serialize(() => purgeKeys(null, before))
+    },
     transaction: async work => await serialize(async () => await run(work)),
     async close () {
       tables.clear()
+      kept.clear()
     }
   }
 }

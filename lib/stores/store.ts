@@ -42,6 +42,26 @@ export interface WriteOptions {
 /** What `update`/`remove` report when `ifVersion` no longer matches. */
 export const VERSION_MISMATCH = Symbol('version mismatch')
 
+/** A response kept under an Idempotency-Key, sent again to a retry (its body as the handler returned it). */
+export interface KeptResponse {
+  readonly status: number
+  /** Lower-case names: `location`, `etag`, `last-modified`, `preference-applied`. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+}
+
+/** What the plugin will ask of a store beyond its models' records. */
+export interface PrepareFeatures {
+  /** Idempotency-Key is on: `claimKey` and `keepResponse` will be called. Default true. */
+  readonly idempotencyKeys?: boolean
+}
+
+/** What claiming a key finds (see Store.claimKey). */
+export type KeyClaim =
+  | { readonly kind: 'free' }
+  | { readonly kind: 'busy' }
+  | { readonly kind: 'kept', readonly fingerprint: string, readonly response: KeptResponse }
+
 /**
  * Every read honours `model.visible` (a caller's view, rules/view.ts): only records matching it
  * exist, in `list`, `get` and `getMany`, and where a filter path reaches the model through a
@@ -65,9 +85,20 @@ export interface Store {
    */
   transaction<T> (work: (store: Store) => Promise<T>): Promise<T>
   /**
+   * Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), called on the store a transaction
+   * hands its work: `claimKey` holds `key` (an opaque digest) against every other transaction until
+   * this one ends, answering `busy` when another holds it now, else the response kept under it and
+   * not yet expired, if any. `keepResponse` keeps one in the same transaction as the write it
+   * answers, so that both are kept or neither. `purgeKeys` deletes those expired before `now`
+   * (called now and then, never awaited by a request) and says how many.
+   */
+  claimKey (key: string): Promise<KeyClaim>
+  keepResponse (key: string, fingerprint: string, response: KeptResponse, expiresAt: Date): Promise<void>
+  purgeKeys (now: Date): Promise<number>
+  /**
    * Optional: called once at start-up with the models the store serves, so that a store that
    * must check or create tables fails start-up, not requests, when it cannot serve a schema.
    */
-  prepare? (models: readonly ResourceModel[]): Promise<void>
+  prepare? (models: readonly ResourceModel[], features?: PrepareFeatures): Promise<void>
   close (): Promise<void>
 }

@@ -33,6 +33,9 @@ export function spyStore (inner: Store = memoryStore()): SpyStore {
     update: (model, id, fields, how) => inner.update(model, id, fields, how),
     remove: (model, id, how) => inner.remove(model, id, how),
     transaction: work => inner.transaction(work),
+    claimKey: key => inner.claimKey(key),
+    keepResponse: (key, fingerprint, response, expiresAt) => inner.keepResponse(key, fingerprint, response, expiresAt),
+    purgeKeys: now => inner.purgeKeys(now),
     close: () => inner.close()
   }
 }

@@ -4,7 +4,8 @@
 // function, OData null rules, related paths through 'one' and 'many' relations, sorting with
 // NULL lowest and the id tie-break, offset and keyset windows, totals and getMany; date-times
 // kept as UTC instants to the millisecond, and tolower/toupper with full Unicode case mapping;
-// transactions, and callers' views (model.visible) honoured by every read.
+// transactions, and callers' views (model.visible) honoured by every read; responses kept under
+// Idempotency-Keys, kept and undone with their transaction, expired and purged.
 import { Type } from '@sinclair/typebox'
 import type { Test } from 'tap'
 import fc from 'fast-check'
@@ -16,7 +17,7 @@ import { checkFilter } from '../../lib/query/filter/check.js'
 import { withTieBreaker } from '../../lib/query/list-query.js'
 import { memoryStore } from '../../lib/stores/memory.js'
 import { VERSION_MISMATCH } from '../../lib/stores/store.js'
-import type { Fields, ListQuery, PageWindow, SortKey, Store, StoredRecord } from '../../lib/stores/store.js'
+import type { Fields, KeptResponse, ListQuery, PageWindow, SortKey, Store, StoredRecord } from '../../lib/stores/store.js'
 
 export type MakeStore = () => Promise<Store>
 
@@ -170,6 +171,21 @@ async function walkBackward (store: Store, model: ResourceModel, options: QueryO
     anchor = page.items[0]
   }
 }
+
+const HOUR = 3600_000
+const inAnHour = () => new Date(Date.now() + HOUR)
+const anHourAgo = () => new Date(Date.now() - HOUR)
+
+/** Answers as the plugin keeps them: members in an order no sort gives, every kind of JSON value, strings no jsonb holds. */
+export const CREATED: KeptResponse = {
+  status: 201,
+  headers: { location: '/v1/books/b11', etag: '"1"', 'last-modified': 'Thu, 26 Nov 2026 16:56:47 GMT' },
+  body: { data: { book: { title: 'Ünïcode ✓ 𝄞 "q" \\ \u0000 \ud800', id: 'b11', meta: { zeta: [1, 2.5, -0.125, 1e21, true, false, null, { deep: {} }], alpha: [] } } }, links: [] }
+}
+export const MINIMAL: KeptResponse = { status: 204, headers: { etag: '"2"', 'preference-applied': 'return=minimal' }, body: null }
+
+/** A claim that found a kept response, as JSON text, so that member order counts too. */
+const keptAs = (fingerprint: string, response: KeptResponse) => JSON.stringify({ kind: 'kept', fingerprint, response })
 
 export interface SuiteOptions {
   /**
@@ -513,6 +529,113 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
         t.ok(await tx.get(authors, 'a1'))
       })
       t.ok(await store.get(authors, 'a1'))
+    })
+  })
+
+  t.test('idempotency keys', async t => {
+    t.test('a key nothing was kept under is free, inside a transaction and outside one', async t => {
+      const { store } = await fresh(t, false)
+      t.same(await store.transaction(async tx => await tx.claimKey('k1')), { kind: 'free' }, 'a transaction may be the first thing the store does')
+      t.same(await store.claimKey('k1'), { kind: 'free' })
+      t.same(await store.claimKey('k2'), { kind: 'free' })
+    })
+
+    t.test('a response kept in a transaction is found by later claims exactly as written, with its write', async t => {
+      const { store, authors } = await fresh(t, false)
+      await store.transaction(async tx => {
+        t.same(await tx.claimKey('k1'), { kind: 'free' })
+        await tx.create(authors, AUTHORS[0])
+        await tx.keepResponse('k1', 'fp1', CREATED, inAnHour())
+        t.same(await tx.claimKey('k2'), { kind: 'free' })
+        await tx.keepResponse('k2', 'fp2', MINIMAL, inAnHour())
+      })
+      t.ok(await store.get(authors, 'a1'), 'the write is kept')
+      t.equal(JSON.stringify(await store.claimKey('k1')), keptAs('fp1', CREATED), 'status, headers and body, members in their order')
+      t.equal(JSON.stringify(await store.transaction(async tx => await tx.claimKey('k2'))), keptAs('fp2', MINIMAL), 'a null body')
+      const claim = await store.claimKey('k1')
+      if (claim.kind === 'kept') (claim.response.headers as Record<string, string>).etag = 'changed'
+      t.equal(JSON.stringify(await store.claimKey('k1')), keptAs('fp1', CREATED), 'what a claim answers is its own copy')
+    })
+
+    t.test('a transaction that throws after keeping a response keeps neither it nor its write', async t => {
+      const { store, authors } = await fresh(t, false)
+      await store.keepResponse('old', 'fp-old', MINIMAL, anHourAgo())
+      const failure = new Error('the write failed after all')
+      await t.rejects(store.transaction(async tx => {
+        await tx.claimKey('k1')
+        await tx.create(authors, AUTHORS[0])
+        await tx.keepResponse('k1', 'fp1', CREATED, inAnHour())
+        t.equal(JSON.stringify(await tx.claimKey('k1')), keptAs('fp1', CREATED), 'the transaction sees what it kept')
+        t.same(await tx.claimKey('old'), { kind: 'free' })
+        await tx.keepResponse('old', 'fp-new', CREATED, inAnHour())
+        throw failure
+      }), failure)
+      t.same(await store.claimKey('k1'), { kind: 'free' })
+      t.equal(await store.get(authors, 'a1'), null)
+      t.same(await store.claimKey('old'), { kind: 'free' }, 'the expired response it replaced is back…')
+      t.equal(await store.purgeKeys(new Date()), 1, '…and purged')
+    })
+
+    t.test('expired responses are free until kept again, and purged by count; unexpired ones stay', async t => {
+      const { store } = await fresh(t, false)
+      await store.keepResponse('gone', 'fp', CREATED, anHourAgo())
+      await store.keepResponse('again', 'fp', CREATED, anHourAgo())
+      await store.keepResponse('kept', 'fp', MINIMAL, inAnHour())
+      t.same(await store.claimKey('gone'), { kind: 'free' })
+      await store.transaction(async tx => {
+        t.same(await tx.claimKey('again'), { kind: 'free' })
+        await tx.keepResponse('again', 'fp-again', MINIMAL, inAnHour())
+      })
+      t.equal(JSON.stringify(await store.claimKey('again')), keptAs('fp-again', MINIMAL), 'the expired one is replaced')
+      t.equal(await store.purgeKeys(new Date()), 1)
+      t.equal(await store.purgeKeys(new Date()), 0, 'nothing left to purge')
+      t.equal(JSON.stringify(await store.claimKey('kept')), keptAs('fp', MINIMAL))
+      t.equal(await store.purgeKeys(new Date(Date.now() + 2 * HOUR)), 2, 'every one expired before the time given')
+      t.same(await store.claimKey('kept'), { kind: 'free' })
+    })
+
+    t.test('purging in a transaction that throws purges nothing', async t => {
+      const { store } = await fresh(t, false)
+      await store.keepResponse('k1', 'fp', CREATED, anHourAgo())
+      await t.rejects(store.transaction(async tx => {
+        t.equal(await tx.purgeKeys(new Date()), 1)
+        throw new Error('undone')
+      }), { message: 'undone' })
+      t.equal(await store.purgeKeys(new Date()), 1)
+    })
+
+    t.test('keys are independent: each claim finds only what was kept under it', async t => {
+      const { store } = await fresh(t, false)
+      await store.transaction(async tx => {
+        await tx.keepResponse('abc', 'fp-lower', CREATED, inAnHour())
+        await tx.keepResponse('ABC', 'fp-upper', MINIMAL, inAnHour())
+      })
+      t.equal(JSON.stringify(await store.claimKey('abc')), keptAs('fp-lower', CREATED))
+      t.equal(JSON.stringify(await store.claimKey('ABC')), keptAs('fp-upper', MINIMAL))
+      for (const key of ['ab', 'abcd', 'Abc']) t.same(await store.claimKey(key), { kind: 'free' }, key)
+    })
+
+    t.test('a transaction holding a key claims it again, as does one joined to it', async t => {
+      const { store } = await fresh(t, false)
+      await store.transaction(async tx => {
+        t.same(await tx.claimKey('k1'), { kind: 'free' })
+        t.same(await tx.claimKey('k1'), { kind: 'free' })
+        t.same(await tx.transaction(async inner => await inner.claimKey('k1')), { kind: 'free' })
+        await tx.keepResponse('k1', 'fp', MINIMAL, inAnHour())
+        t.equal(JSON.stringify(await tx.claimKey('k1')), keptAs('fp', MINIMAL))
+      })
+    })
+
+    t.test('a claim ends with its transaction, committed or undone', async t => {
+      const { store } = await fresh(t, false)
+      await store.transaction(async tx => await tx.claimKey('k1'))
+      await t.rejects(store.transaction(async tx => {
+        await tx.claimKey('k2')
+        throw new Error('undone')
+      }), { message: 'undone' })
+      t.same(await store.claimKey('k1'), { kind: 'free' })
+      t.same(await store.claimKey('k2'), { kind: 'free' })
+      t.same(await store.transaction(async tx => [await tx.claimKey('k1'), await tx.claimKey('k2')]), [{ kind: 'free' }, { kind: 'free' }])
     })
   })
 

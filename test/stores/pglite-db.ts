@@ -8,7 +8,7 @@ import { PGlite } from '@electric-sql/pglite'
 
 // Keyed by PGlite's version: a data directory only fits the PostgreSQL build that wrote it.
 const { version } = JSON.parse(await readFile(fileURLToPath(new URL('../package.json', import.meta.resolve('@electric-sql/pglite'))), 'utf8')) as { version: string }
-const template = join(tmpdir(), `apic-pglite-${version}.tar`)
+export const template = join(tmpdir(), `apic-pglite-${version}.tar`)
 
 export async function openPglite (): Promise<PGlite> {
   const saved = await readFile(template).catch(() => undefined)

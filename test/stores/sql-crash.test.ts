@@ -99,5 +99,5 @@ t.test('PostgreSQL: every create answered 201 before kill -9 is there afterwards
   const { url: demo, child } = await startDemo(t, env)
   const answered = await createUntilKilled(t, demo, child)
   await checkAllThere(t, await postgresStore({ connectionString: process.env.DATABASE_URL, schema }), answered)
-  t.same((await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = '${schema}' ORDER BY 1`)).rows.map(r => r.tablename), ['authors', 'books', 'reviews'], 'the tables of the demo\'s three resources, in the test schema')
+  t.same((await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = '${schema}' ORDER BY 1`)).rows.map(r => r.tablename), ['api_idempotency_keys', 'authors', 'books', 'reviews'], 'the tables of the demo\'s three resources and of its kept responses, in the test schema')
 })

@@ -15,6 +15,7 @@ import { buildRegistry } from '../../lib/registry/index.js'
 import type { ResourceModel } from '../../lib/registry/model.js'
 import { pgliteStore, postgresStore } from '../../lib/stores/sql/index.js'
 import type { SqlStoreOptions } from '../../lib/stores/sql/index.js'
+import { keysTableDefinition } from '../../lib/stores/sql/ddl.js'
 import type { Store } from '../../lib/stores/store.js'
 import { listQuery } from './conformance.js'
 import { openPglite } from './pglite-db.js'
@@ -149,6 +150,7 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     const schema = engine.schema('upgrade_narrow')
     await engine.rows(`CREATE SCHEMA "${schema}"`)
     await engine.rows(`CREATE TABLE "${schema}".things (id varchar(8) PRIMARY KEY, name varchar(3) NOT NULL, n smallint, version integer NOT NULL DEFAULT 1, modified_at timestamptz NOT NULL DEFAULT now())`)
+    await engine.rows(keysTableDefinition(schema))
     const store = await engine.open(t, { schema, migrate: false })
     const model = thingsModel(store, V1)
     await store.prepare?.([model])
@@ -165,6 +167,7 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     await engine.rows(`CREATE SCHEMA "${schema}"`)
     await engine.rows(`CREATE TABLE "${schema}".people (id text PRIMARY KEY, name text, version integer NOT NULL DEFAULT 1, modified_at timestamptz NOT NULL DEFAULT now())`)
     await engine.rows(`INSERT INTO "${schema}".people (id, name) VALUES ('p1', 'Ann'), ('p2', NULL)`)
+    await engine.rows(keysTableDefinition(schema))
     const people = () => buildRegistry([{
       name: 'people', singular: 'person', schema: Type.Object({ id: Id, name: Type.String({ default: 'nobody' }) }, { additionalProperties: false })
     }])[0]

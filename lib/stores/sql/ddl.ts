@@ -2,9 +2,10 @@
 // adds missing columns, foreign keys for relations and a (field, id) index per sortable field.
 // Upgrades only add: nothing is dropped or retyped. A column the schema cannot use as it is (a
 // type that cannot hold the field, rows without a value for a required field) stops start-up.
+// Beside them, the store's own table of responses kept for Idempotency-Key.
 import { createHash } from 'node:crypto'
 import type { ResourceModel } from '../../registry/model.js'
-import { ident, join, quoteIdent, raw, sql } from './sql.js'
+import { ident, join, quoteIdent, raw, sql, toQuery } from './sql.js'
 import type { Sql } from './sql.js'
 import { columnTypes, writeValue } from './table.js'
 import type { Column, Table } from './table.js'
@@ -75,11 +76,7 @@ export interface MigrateOptions {
  */
 export async function migrate (run: Run, schema: string, tables: readonly Table[], tableOf: (model: ResourceModel) => Table, options: MigrateOptions): Promise<Map<Table, Set<string>>> {
   const { alter } = options
-  if (alter) {
-    await run(sql`SELECT pg_advisory_xact_lock(hashtext(${`fastify-api-conventions ${schema}`}))`)
-    // CREATE SCHEMA IF NOT EXISTS would still need the CREATE privilege on the database.
-    if ((await run(sql`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`)).length === 0) await run(sql`CREATE SCHEMA ${ident(schema)}`)
-  }
+  if (alter) await takeTurn(run, schema)
   const created = new Set<Table>()
   const added = new Set<Column>()
   const nullable = new Map<Table, Set<string>>()
@@ -133,6 +130,50 @@ export async function migrate (run: Run, schema: string, tables: readonly Table[
     }
   }
   return nullable
+}
+
+/** Waits for the schema's advisory lock (held until the transaction ends), then creates the schema if missing. */
+async function takeTurn (run: Run, schema: string): Promise<void> {
+  await run(sql`SELECT pg_advisory_xact_lock(hashtext(${`fastify-api-conventions ${schema}`}))`)
+  // CREATE SCHEMA IF NOT EXISTS would still need the CREATE privilege on the database.
+  if ((await run(sql`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`)).length === 0) await run(sql`CREATE SCHEMA ${ident(schema)}`)
+}
+
+/** The table of responses kept for Idempotency-Key (Store.keepResponse), one per schema. */
+export const KEYS_TABLE = 'api_idempotency_keys'
+
+/**
+ * Its definition. The response is `json`, not `jsonb`: kept as the text it was written, so a replay
+ * sends its members in their order, and strings `jsonb` refuses (`\u0000`) are kept too. The
+ * index serves purgeKeys.
+ */
+function keysTable (schema: string): Sql[] {
+  const table = ident(schema, KEYS_TABLE)
+  return [
+    sql`CREATE TABLE ${table} (key text COLLATE "C" PRIMARY KEY, fingerprint text NOT NULL, response json NOT NULL, expires_at timestamptz NOT NULL)`,
+    sql`CREATE INDEX ${ident(`${KEYS_TABLE}_expires_at`)} ON ${table} (expires_at)`
+  ]
+}
+
+/** The statements that make it, as text: for those who manage their tables themselves (`migrate: false`). */
+export function keysTableDefinition (schema: string): string {
+  return keysTable(schema).map(statement => toQuery(statement).text).join('; ')
+}
+
+/**
+ * Checks and (with `alter`) creates the table of kept responses, under the same lock as
+ * {@link migrate}. Without `alter` a missing table is a TypeError that gives its definition.
+ */
+export async function migrateKeys (run: Run, schema: string, options: MigrateOptions): Promise<void> {
+  if (options.alter) await takeTurn(run, schema)
+  const name = `${quoteIdent(schema)}.${quoteIdent(KEYS_TABLE)}`
+  const [[exists]] = await run(sql`SELECT to_regclass(${name}) IS NOT NULL`)
+  if (exists === true) return
+  if (!options.alter) {
+    throw new TypeError(`SQL store: table ${name}, where responses to requests with an Idempotency-Key are kept, does not exist, and option migrate is false; ` +
+      `create it: ${keysTableDefinition(schema)}`)
+  }
+  for (const statement of keysTable(schema)) await run(statement)
 }
 
 function checkType (table: Table, column: string, found: Existing, types: readonly string[], what: string): void {

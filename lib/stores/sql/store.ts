@@ -1,15 +1,17 @@
 // The PostgreSQL store: the Store contract (stores/store.ts) over any database reachable
 // through one small query interface (a pg Pool or PGlite), with the query compiled to SQL and
 // referential, conflict and availability failures mapped from SQLSTATE codes, never pre-checked.
+// Idempotency keys: claimed with a transaction-scoped advisory lock, kept in a table of the schema.
+import { createHash } from 'node:crypto'
 import type { ResourceModel } from '../../registry/model.js'
 import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
-import type { Fields, ListQuery, Page, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
 import { compileFilter, compileList } from './compile.js'
 import type { CompileContext } from './compile.js'
-import { foreignKeyName, migrate } from './ddl.js'
+import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
 import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
 import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
@@ -60,6 +62,19 @@ const TRANSACTION_ATTEMPTS = 3
 /** What a transaction's store throws on meeting a table not yet prepared; never leaves `transaction`. */
 class TableNotPrepared extends Error {}
 
+/** Stands for the table of kept responses among the tables a transaction met unprepared. */
+const KEYS = Symbol('the table of kept responses')
+
+/** The table of kept responses, its readiness shared by a store and its transactions' stores. */
+interface KeysTable {
+  readonly ref: Sql
+  ready: Promise<void> | undefined
+  prepared: boolean
+}
+
+const BUSY: KeyClaim = Object.freeze({ kind: 'busy' })
+const FREE: KeyClaim = Object.freeze({ kind: 'free' })
+
 /**
  * The SQL store. `transaction` hands its work a store of the same class bound to the transaction's
  * connection: it shares this one's tables (resolved, prepared, their compile context).
@@ -76,17 +91,20 @@ export class SqlStore implements Store {
   /** Where statements run: the database, or the connection of the transaction this store belongs to. */
   #query: QueryFunction
   /** In a transaction's store: the models it met whose tables were not prepared (see transaction). */
-  #unprepared: ResourceModel[] | undefined
+  #unprepared: Array<ResourceModel | typeof KEYS> | undefined
+  /** Shared with its transactions' stores, as the tables are. */
+  #keys: KeysTable
 
   constructor (db: SqlDatabase, settings: SqlStoreSettings) {
     this.#db = db
     this.#settings = settings
     this.#context = { tableOf: model => this.#tableOf(model), caseCollation: settings.caseCollation }
     this.#query = db.query
+    this.#keys = { ref: ident(settings.schema, KEYS_TABLE), ready: undefined, prepared: false }
   }
 
   /** A store running its statements through `query`, on this store's tables. */
-  #bound (query: QueryFunction, unprepared: ResourceModel[]): SqlStore {
+  #bound (query: QueryFunction, unprepared: Array<ResourceModel | typeof KEYS>): SqlStore {
     const store = new SqlStore(this.#db, this.#settings)
     store.#tables = this.#tables
     store.#ready = this.#ready
@@ -94,6 +112,7 @@ export class SqlStore implements Store {
     store.#context = this.#context
     store.#query = query
     store.#unprepared = unprepared
+    store.#keys = this.#keys
     return store
   }
 
@@ -112,14 +131,35 @@ export class SqlStore implements Store {
   /**
    * Checks, creates or upgrades the tables of these models now rather than on first use, so that
    * a table that cannot serve its schema stops start-up with a TypeError naming table and column.
-   * An unreachable database is left to the first request, which answers 503 and tries again.
+   * The table of kept responses too, so that it exists before the first request with an
+   * Idempotency-Key. An unreachable database is left to the first request, which answers 503 and
+   * tries again.
    */
-  async prepare (models: readonly ResourceModel[]): Promise<void> {
-    for (const model of models) {
-      await this.#prepare(model).catch((error: unknown) => {
-        if ((error as { code?: unknown }).code !== 'API_ERR_STORE_UNAVAILABLE') throw error
-      })
+  async prepare (models: readonly ResourceModel[], features: PrepareFeatures = {}): Promise<void> {
+    const unlessUnavailable = (error: unknown) => {
+      if ((error as { code?: unknown }).code !== 'API_ERR_STORE_UNAVAILABLE') throw error
     }
+    for (const model of models) await this.#prepare(model).catch(unlessUnavailable)
+    // Without Idempotency-Key the table is never used, so `migrate: false` need not have it.
+    if (features.idempotencyKeys !== false) await this.#prepareKeys().catch(unlessUnavailable)
+  }
+
+  /** The table of kept responses, checked and created if missing before first use, as #prepare does a model's. */
+  async #prepareKeys (): Promise<void> {
+    const keys = this.#keys
+    if (keys.prepared) return
+    if (this.#unprepared !== undefined) {
+      this.#unprepared.push(KEYS)
+      throw new TableNotPrepared('the table of kept responses is not prepared')
+    }
+    if (keys.ready === undefined) {
+      const { schema, migrate: alter } = this.#settings
+      const check = async (query: QueryFunction) => await migrateKeys(fragment => run(query, fragment), schema, { alter })
+      const ready = (alter ? this.#db.transaction(check) : check(this.#db.query)).then(() => { keys.prepared = true })
+      keys.ready = ready
+      ready.catch(() => { keys.ready = undefined })
+    }
+    await keys.ready.catch((error: unknown) => { throw this.#unavailable(error) })
   }
 
   /** The model's table, checked and created or upgraded (with every table related to it) before first use. */
@@ -154,6 +194,16 @@ export class SqlStore implements Store {
       return await run(this.#query, fragment)
     } catch (error) {
       throw this.#translate(error, failure, model, fields)
+    }
+  }
+
+  /** A statement on the table of kept responses: no model's errors to map, only unavailability. */
+  async #runKeys (fragment: Sql): Promise<unknown[][]> {
+    await this.#prepareKeys()
+    try {
+      return await run(this.#query, fragment)
+    } catch (error) {
+      throw this.#unavailable(error)
     }
   }
 
@@ -289,6 +339,42 @@ export class SqlStore implements Store {
   }
 
   /**
+   * Holds the key with a transaction-scoped advisory lock, so it is free again however the
+   * transaction ends, and no session state is left behind (a transaction-mode pooler may give
+   * each transaction another connection). The lock's two int4 keys come from a digest of schema
+   * and key: stores on other schemas of the database never hold each other's keys, and the
+   * single-bigint locks of migrations never meet them. Outside a transaction it runs as one of its
+   * own, which holds the key only while it looks.
+   */
+  async claimKey (key: string): Promise<KeyClaim> {
+    if (this.#unprepared === undefined) return await this.transaction(async tx => await tx.claimKey(key))
+    const digest = createHash('sha256').update(`fastify-api-conventions idempotency ${this.#settings.schema}\u0000${key}`).digest()
+    const [[held]] = await this.#runKeys(sql`SELECT pg_try_advisory_xact_lock(${digest.readInt32BE(0)}::integer, ${digest.readInt32BE(4)}::integer)`)
+    if (held !== true) return BUSY
+    // A statement after the lock's: its snapshot sees what the transaction that last held the key
+    // committed. (Under REPEATABLE READ it may not; keeping the response over that row is then a
+    // serialization failure, and the transaction runs again.)
+    const rows = await this.#runKeys(sql`SELECT fingerprint, response::text FROM ${this.#keys.ref} WHERE key = ${key}::text AND expires_at > now()`)
+    if (rows.length === 0) return FREE
+    const [fingerprint, response] = rows[0] as [string, string]
+    return { kind: 'kept', fingerprint, response: JSON.parse(response) as KeptResponse }
+  }
+
+  /** Replaces what is kept under the key, also an entry not yet purged. */
+  async keepResponse (key: string, fingerprint: string, response: KeptResponse, expiresAt: Date): Promise<void> {
+    await this.#runKeys(sql`INSERT INTO ${this.#keys.ref} (key, fingerprint, response, expires_at)
+      VALUES (${key}::text, ${fingerprint}::text, ${JSON.stringify(response)}::json, ${expiresAt.toISOString()}::timestamptz)
+      ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, response = excluded.response, expires_at = excluded.expires_at`)
+  }
+
+  /** One statement over the index on expires_at; the count comes back as one row, not the rows deleted. */
+  async purgeKeys (now: Date): Promise<number> {
+    const [[count]] = await this.#runKeys(sql`WITH purged AS (DELETE FROM ${this.#keys.ref} WHERE expires_at < ${now.toISOString()}::timestamptz RETURNING 1)
+      SELECT count(*) FROM purged`)
+    return Number(count)
+  }
+
+  /**
    * Runs `work` in one PostgreSQL transaction at the server's default isolation, READ COMMITTED:
    * each statement sees what was committed before it began, so work that reads a record to write
    * it again locks it first (`get(model, id, { lock: true })`). A serialization failure or deadlock
@@ -302,7 +388,7 @@ export class SqlStore implements Store {
   async transaction<T> (work: (store: Store) => Promise<T>): Promise<T> {
     if (this.#unprepared !== undefined) return await work(this)
     for (let attempt = 1; ; attempt++) {
-      const unprepared: ResourceModel[] = []
+      const unprepared: Array<ResourceModel | typeof KEYS> = []
       let workFailed = false
       try {
         return await this.#db.transaction(async query => {
@@ -319,7 +405,7 @@ export class SqlStore implements Store {
         })
       } catch (error) {
         if (unprepared.length > 0) {
-          for (const model of unprepared) await this.#prepare(model)
+          for (const model of unprepared) await (model === KEYS ? this.#prepareKeys() : this.#prepare(model))
           attempt--
         } else if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) {
           // What work threw is already the store's answer; BEGIN, COMMIT or the connection failing is the driver's.
