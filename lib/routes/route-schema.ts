@@ -213,14 +213,15 @@ function writeStatuses (model: ResourceModel, options: SchemaOptions, requireIfM
 }
 
 /** What Idempotency-Key adds to a POST or PATCH, when it is on. */
-function keyed (options: SchemaOptions): { header: Record<string, JsonSchema>, replayed: Record<string, JsonSchema>, statuses: number[], busy: string, refine: Record<number, string> } {
+function keyed (options: SchemaOptions, model: ResourceModel): { header: Record<string, JsonSchema>, replayed: Record<string, JsonSchema>, statuses: number[], busy: string, refine: Record<number, string> } {
   if (!options.idempotency) return { header: {}, replayed: {}, statuses: [], busy: '', refine: {} }
+  const dangling = [...model.relations.values()].some(relation => relation.kind === 'one') ? ', or the body refers to a record that does not exist' : ''
   return {
     header: idempotencyKeyHeader,
     replayed: idempotentReplayed,
     statuses: [422],
     busy: ', or a request with this Idempotency-Key is still being processed',
-    refine: { 422: 'this Idempotency-Key was used with another body, or the body refers to a record that does not exist.' }
+    refine: { 422: `this Idempotency-Key was used with another body${dangling}.` }
   }
 }
 
@@ -233,19 +234,19 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
   return {
     ...tagged(model, options, `create${pascal(model.singular)}`, `Create ${a(model.singular)}`,
       writeProse(options, `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400. With Prefer: return=minimal, the 201 has no body.`)),
-    headers: requestHeaders({ ...preferHeader, ...keyed(options).header }),
+    headers: requestHeaders({ ...preferHeader, ...keyed(options, model).header }),
     body: namedBody(names.create, createSchema(model), model),
     consumes: [...bodyTypes.create],
     produces: successTypes,
     response: {
       201: {
         ...saved(model, `Created: the new ${model.singular}.`),
-        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...keyed(options).replayed, ...requestId }
+        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...keyed(options, model).replayed, ...requestId }
       }
     },
-    documentedResponses: problems(options, writeStatuses(model, options, false, [400, 409, 412, 413, 415, 503, ...keyed(options).statuses]), {
-      409: `a ${model.singular} with the generated ${model.idField} already exists${keyed(options).busy}.`,
-      ...keyed(options).refine,
+    documentedResponses: problems(options, writeStatuses(model, options, false, [400, 409, 412, 413, 415, 503, ...keyed(options, model).statuses]), {
+      409: `a ${model.singular} with the generated ${model.idField} already exists${keyed(options, model).busy}.`,
+      ...keyed(options, model).refine,
       ...collectionPrecondition
     })
   }
@@ -278,17 +279,17 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
     ...tagged(model, options, `modify${pascal(model.singular)}`, `Modify ${a(model.singular)}`,
       writeProse(options, `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`)),
     params: idParams(model),
-    headers: writeHeaders(options, { ...preferHeader, ...keyed(options).header }),
+    headers: writeHeaders(options, { ...preferHeader, ...keyed(options, model).header }),
     body: namedBody(names.modify, modifySchema(model), model),
     consumes: [...bodyTypes.modify],
     produces: successTypes,
     response: { 200: saved(model, `The ${model.singular} as modified.`) },
     documentedResponses: {
       ...savedMinimal('Modified'),
-      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503, ...keyed(options).statuses]), {
+      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503, ...keyed(options, model).statuses]), {
         404: `no ${model.singular} with this ${model.idField}.`,
-        409: `others changed the resource too often to apply this patch${keyed(options).busy}; retry.`,
-        ...keyed(options).refine
+        409: `others changed the resource too often to apply this patch${keyed(options, model).busy}; retry.`,
+        ...keyed(options, model).refine
       })
     }
   }
