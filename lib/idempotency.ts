@@ -79,8 +79,20 @@ export function sendEmpty (reply: FastifyReply): FastifyReply | typeof noBody {
   return keyedTransaction(reply.request) === null ? reply.send() : noBody
 }
 
-/** Keys a request is running under in this process: a second one is 409 before it waits for a transaction. */
-const running = new Set<string>()
+/**
+ * What must be the same for a retry: the body's media type (without parameters) and its parsed
+ * value with members in one order, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one request.
+ */
+function fingerprintOf (request: FastifyRequest): string {
+  const mediaType = String(request.headers['content-type']).split(';', 1)[0].trim().toLowerCase()
+  return digest([mediaType, canonical(request.body)])
+}
+
+function canonical (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(Object.keys(value).sort().map(name => [name, canonical((value as Record<string, unknown>)[name])]))
+}
 
 /**
  * The handler, run under the request's Idempotency-Key when it sends one: in one transaction of
@@ -89,6 +101,9 @@ const running = new Set<string>()
  */
 export function idempotent (handler: RouteHandlerMethod, store: Store, settings: ResolvedIdempotency | null): RouteHandlerMethod {
   if (settings === null) return handler
+  // Keys running on this route in this process: a second one is 409 before it waits for a
+  // transaction (instances sharing a database learn it from the store's claim).
+  const running = new Set<string>()
   return async function keyedHandler (this: unknown, request: FastifyRequest, reply: FastifyReply) {
     const given = readIdempotencyKey(request.headers['idempotency-key'])
     if (given === undefined) return await handler.call(this as never, request, reply)
@@ -97,7 +112,7 @@ export function idempotent (handler: RouteHandlerMethod, store: Store, settings:
     if (running.has(key)) throw busy()
     running.add(key)
     try {
-      const fingerprint = digest([request.headers['content-type'] ?? null, request.body ?? null])
+      const fingerprint = fingerprintOf(request)
       const outcome = await store.transaction(async tx => {
         const claim = await tx.claimKey(key)
         if (claim.kind === 'busy') throw busy()

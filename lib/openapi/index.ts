@@ -171,7 +171,7 @@ function documentRules (openapi: ReturnType<typeof openApiOf>, models: readonly 
       properties[name] = { ...properties[name], description: description === undefined ? text : `${String(description)} ${text}` }
     }
     for (const [name, rule] of rules.fields) {
-      const restricted = [...(rule.read === undefined ? [] : ['read']), ...(rule.write === undefined ? [] : ['write'])]
+      const restricted = (['read', 'write'] as const).filter(access => rule[access] !== undefined)
       properties[name] = { ...properties[name], 'x-restricted': restricted }
       note(name, `Restricted: only some callers may ${restricted.join(' and ')} it; for the others it ${rule.read === undefined ? 'is read-only' : 'does not exist'}.`)
     }
