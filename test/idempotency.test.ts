@@ -3,7 +3,8 @@
 // Idempotent-Replayed, 422 for another body, 409 while the first runs, keys per caller and path,
 // malformed keys 400, 5xx not kept, a lifetime, and the option that turns it off.
 import t from 'tap'
-import { memoryStore, defineAuth, secretTable } from '../lib/index.js'
+import { Type } from '@sinclair/typebox'
+import { memoryStore, defineAuth, defineResource, secretTable } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
 import { buildApp, json } from './helpers/app.js'
 import { readIdempotencyKey } from '../lib/idempotency.js'
@@ -35,6 +36,15 @@ t.test('a retry with the same key and body gets the first answer again, and noth
   const fresh = await app.inject({ method: 'POST', url: '/v1/authors', headers: keyed('"k-2"'), payload: { name: 'Ann' } })
   t.equal(fresh.statusCode, 201)
   t.not(fresh.headers.location, first.headers.location, 'a new key is a new request')
+})
+
+t.test('arrays keep their order in the comparison of bodies', async t => {
+  const Note = Type.Object({ id: Type.Readonly(Type.String()), tags: Type.Array(Type.String()) }, { additionalProperties: false })
+  const app = await buildApp(t, { resources: store => [defineResource({ name: 'notes', singular: 'note', schema: Note, store })] })
+  const send = (tags: string[]) => app.inject({ method: 'POST', url: '/v1/notes', headers: keyed('"tags"'), payload: { tags } })
+  t.equal((await send(['b', 'a'])).statusCode, 201)
+  t.equal((await send(['b', 'a'])).headers['idempotent-replayed'], 'true')
+  t.equal((await send(['a', 'b'])).statusCode, 422, 'another order is another body')
 })
 
 t.test('PATCH: the retry replays, the patch is applied once', async t => {
