@@ -12,19 +12,26 @@ import { v7 as uuidv7 } from 'uuid'
 import { createCursorCodec } from '../lib/query/cursor.js'
 import { securityHeaders } from '../lib/security/headers.js'
 import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
-import type { BookRow } from './seed.js'
-import { bookItemSchema, bookListSchema, problemSchema } from './envelope-schemas.js'
+import type { BookRow, ReviewRow } from './seed.js'
+import { bookItemSchema, bookListSchema, problemSchema, reviewListSchema } from './envelope-schemas.js'
 import { BENCH_SCHEMA, databaseUrl, traceStatements } from './postgres.js'
 
 interface Row { readonly data: BookRow, readonly etag: string, readonly lastModified: string }
 
 type Query = Record<string, string | undefined>
 
+/** The caller's user, set by the token check (declared with decorateRequest). */
+type UserRequest = FastifyRequest & { user: string }
+
+/** A review as a caller who is not an admin sees it: moderatorNote is left out by the response schema. */
+const visibleTo = (user: string) => (review: ReviewRow) => !review.private || review.ownerId === user
+
 const base = '/v1/books'
-const tokens = new Set(['dev-token'])
+const reviewsBase = '/v1/reviews'
+/** Bearer token → its user: the benchmark's caller, who is not an admin (the demo's dev-token). */
+const users = new Map([['dev-token', 'dev']])
 const codec = createCursorCodec({ secrets: [CURSOR_SECRET] })
 // What a token is bound to (its query); tokens of one query are refused by the other.
-const defaultBinding = `${base}|id`
 const filteredBinding = `${base}|year ge 2000|-rating,-id|title,rating,year`
 const seedModified = SEED_TIME.toUTCString()
 const createdModified = new Date(SEED_TIME.getTime() + 1000).toUTCString()
@@ -71,6 +78,7 @@ const problemResponses = { '4xx': problemSchema }
 const routes = {
   retrieve: { schema: { response: { 200: bookItemSchema, ...problemResponses } } },
   list: { schema: { response: { 200: bookListSchema, ...problemResponses } } },
+  reviews: { schema: { response: { 200: reviewListSchema, ...problemResponses } } },
   create: {
     schema: {
       body: {
@@ -109,8 +117,8 @@ type ListRequest =
   | { kind: 'filtered', pageSize: number }
   | { kind: 'answered', reply: FastifyReply }
 
-/** pageSize, the one filtered query the cases send, and the default order's token; anything else is 400. */
-function readList (request: FastifyRequest, reply: FastifyReply): ListRequest {
+/** pageSize, the one filtered query the cases send (books only), and the default order's token; anything else is 400. */
+function readList (request: FastifyRequest, reply: FastifyReply, collection = base): ListRequest {
   const query = request.query as Query
   let pageSize = 20
   if (query.pageSize !== undefined) {
@@ -119,14 +127,14 @@ function readList (request: FastifyRequest, reply: FastifyReply): ListRequest {
     if (pageSize > 100) return { kind: 'answered', reply: invalidQuery(reply, request, 'pageSize', 'must not exceed 100 (maxPageSize)') }
   }
   if (query.filter !== undefined || query.sort !== undefined || query.fields !== undefined) {
-    if (query.filter !== 'year ge 2000' || query.sort !== '-rating' || query.fields !== 'title,rating,year' || query.token !== undefined) {
+    if (collection !== base || query.filter !== 'year ge 2000' || query.sort !== '-rating' || query.fields !== 'title,rating,year' || query.token !== undefined) {
       return { kind: 'answered', reply: invalidQuery(reply, request, 'filter', 'the baseline serves only the benchmark query') }
     }
     return { kind: 'filtered', pageSize }
   }
   if (query.token === undefined) return { kind: 'default', pageSize }
   try {
-    const position = codec.open(query.token, defaultBinding)
+    const position = codec.open(query.token, `${collection}|id`)
     if (position.window !== 'after' || position.values.length !== 1) throw new Error('not the benchmark token')
     return { kind: 'default', pageSize, token: query.token, after: position.values[0] as string }
   } catch (error) {
@@ -134,25 +142,42 @@ function readList (request: FastifyRequest, reply: FastifyReply): ListRequest {
   }
 }
 
+/** First position in an id-sorted array whose id sorts after `id`. */
+function afterId (rows: ReadonlyArray<{ readonly id: string }>, id: string): number {
+  let low = 0
+  let high = rows.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (rows[middle].id <= id) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
 const project = (book: BookRow): Partial<BookRow> => ({ id: book.id, title: book.title, authorId: book.authorId, year: book.year, rating: book.rating })
 
-/** The envelope with self, first, prev and next links; `items` holds one row more than the page when a next page exists. */
-function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answered' }>, items: Array<Partial<BookRow>>) {
+type Item = Partial<BookRow> | ReviewRow
+
+/**
+ * The envelope with self, first, prev and next links; `items` holds one row more than the page when
+ * a next page exists. `collection` and `member` name the books (default) or the reviews.
+ */
+function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answered' }>, items: Item[], collection = base, member = 'books') {
   const { pageSize } = list
   const [stable, binding, key] = list.kind === 'filtered'
-    ? ['filter=year%20ge%202000&sort=-rating&fields=title%2Crating%2Cyear', filteredBinding, (book: Partial<BookRow>) => [book.rating ?? null, book.id as string]]
-    : ['', defaultBinding, (book: Partial<BookRow>) => [book.id as string]]
+    ? ['filter=year%20ge%202000&sort=-rating&fields=title%2Crating%2Cyear', filteredBinding, (item: Item) => [item.rating ?? null, item.id as string]]
+    : ['', `${collection}|id`, (item: Item) => [item.id as string]]
   const token = list.kind === 'default' ? list.token : undefined
   const hasMore = items.length > pageSize
   if (hasMore) items.length = pageSize
-  const prefix = `${base}?${stable === '' ? '' : `${stable}&`}pageSize=${pageSize}`
+  const prefix = `${collection}?${stable === '' ? '' : `${stable}&`}pageSize=${pageSize}`
   const links = [
     { rel: 'self', href: token === undefined ? prefix : `${prefix}&token=${encodeURIComponent(token)}` },
     { rel: 'first', href: prefix }
   ]
   if (token !== undefined && items.length > 0) links.push({ rel: 'prev', href: `${prefix}&token=${codec.seal({ window: 'before', values: key(items[0]) }, binding)}` })
   if (hasMore && pageSize > 0) links.push({ rel: 'next', href: `${prefix}&token=${codec.seal({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
-  return reply.send({ meta: { pageSize }, data: { books: items, pageSize }, links })
+  return reply.send({ meta: { pageSize }, data: { [member]: items, pageSize }, links })
 }
 
 function sendCreated (reply: FastifyReply, row: Row) {
@@ -168,7 +193,7 @@ function sendCreated (reply: FastifyReply, row: Row) {
  * front of a growing group of equal ratings, so each insert moved most of the array).
  */
 function memoryRoutes (app: FastifyInstance) {
-  const { authors, books } = generate()
+  const { authors, books, reviews } = generate()
   const authorIds = new Set(authors.map(author => author.id))
   const seeded = books.map(data => ({ data, etag: '"1"', lastModified: seedModified }))
   const byId = new Map(seeded.map(row => [row.data.id, row]))
@@ -208,11 +233,29 @@ function memoryRoutes (app: FastifyInstance) {
     return listPage(reply, list, index.rows.slice(start, start + list.pageSize + 1).map(row => row.data))
   })
 
+  // Generated in id order: the array is the id index.
+  app.get('/v1/reviews', routes.reviews, function listReviews (request, reply) {
+    const list = readList(request, reply, reviewsBase)
+    if (list.kind === 'answered') return list.reply
+    const visible = visibleTo((request as UserRequest).user)
+    const items: ReviewRow[] = []
+    const after = list.kind === 'default' ? list.after : undefined
+    let position = after === undefined ? 0 : afterId(reviews, after)
+    for (; position < reviews.length && items.length <= list.pageSize; position++) {
+      if (visible(reviews[position])) items.push(reviews[position])
+    }
+    return listPage(reply, list, items, reviewsBase, 'reviews')
+  })
+
   app.post('/v1/books', routes.create, function createBook (request, reply) {
     const body = request.body as Omit<BookRow, 'id'>
     if (!authorIds.has(body.authorId)) return missingAuthor(reply, request, body.authorId)
     const id = uuidv7()
-    const row = { data: { id, title: body.title, authorId: body.authorId, year: body.year ?? null, rating: body.rating ?? null, available: body.available ?? true }, etag: '"1"', lastModified: createdModified }
+    const row = {
+      data: { id, title: body.title, authorId: body.authorId, year: body.year ?? null, rating: body.rating ?? null, available: body.available ?? true, reviewCount: 0, averageRating: null },
+      etag: '"1"',
+      lastModified: createdModified
+    }
     byId.set(id, row)
     byIdIndex.insert(row)
     byRatingDesc.insert(row)
@@ -223,22 +266,41 @@ function memoryRoutes (app: FastifyInstance) {
 // The statements lib/stores/sql/ sends for these requests (captured from its pool), so both sides
 // ask PostgreSQL the same questions; only the code around them differs. run.ts compares both
 // sides' statements after each case and fails the run when they differ.
-const columns = '"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."version", "t0"."modified_at"'
+const columns = '"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."reviewCount", "t0"."averageRating", "t0"."version", "t0"."modified_at"'
 const table = `"${BENCH_SCHEMA}"."books" AS "t0"`
 const byIdOrder = '"t0"."id" COLLATE "C" ASC'
+// The store reads date-time columns as ISO text, and every column, moderatorNote too (the envelope leaves it out).
+const isoText = (column: string) => `to_char("t0"."${column}" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+const reviewColumns = `"t0"."id", "t0"."bookId", "t0"."rating", "t0"."text", "t0"."private", "t0"."ownerId", ${isoText('createdAt')}, ${isoText('updatedAt')}, "t0"."moderatorNote", "t0"."version", "t0"."modified_at"`
+const reviewTable = `"${BENCH_SCHEMA}"."reviews" AS "t0"`
+/** The reviews' row rule for a caller who is not an admin: $1 false, $2 the caller's user. */
+const visibleReview = '("t0"."private" = $1::boolean OR "t0"."ownerId" COLLATE "C" = $2::text)'
 export const statements = {
   retrieve: `SELECT ${columns} FROM ${table} WHERE "t0"."id" = $1::text`,
   first: `SELECT ${columns} FROM ${table} ORDER BY ${byIdOrder} LIMIT $1 OFFSET $2`,
   after: `SELECT ${columns} FROM ${table} WHERE "t0"."id" COLLATE "C" > $1::text ORDER BY ${byIdOrder} LIMIT $2`,
   filtered: `SELECT ${columns} FROM ${table} WHERE "t0"."year" >= $1::bigint ORDER BY "t0"."rating" DESC NULLS LAST, "t0"."id" COLLATE "C" DESC LIMIT $2 OFFSET $3`,
-  create: `INSERT INTO ${table} ("id", "title", "authorId", "year", "rating", "available", "version", "modified_at") VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::double precision, $6::boolean, 1, now()) RETURNING ${columns}`
+  reviews: `SELECT ${reviewColumns} FROM ${reviewTable} WHERE ${visibleReview} ORDER BY ${byIdOrder} LIMIT $3 OFFSET $4`,
+  reviewsAfter: `SELECT ${reviewColumns} FROM ${reviewTable} WHERE ${visibleReview} AND "t0"."id" COLLATE "C" > $3::text ORDER BY ${byIdOrder} LIMIT $4`,
+  create: `INSERT INTO ${table} ("id", "title", "authorId", "year", "rating", "available", "reviewCount", "averageRating", "version", "modified_at") VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::double precision, $6::boolean, $7::bigint, $8::double precision, 1, now()) RETURNING ${columns}`
 }
 
-type DbRow = [string, string, string, string | null, number | null, boolean, number, Date]
+type DbRow = [string, string, string, string | null, number | null, boolean, string, number | null, number, Date]
 
 /** A row as the envelope wants it; bigint arrives as text. */
-function fromDb ([id, title, authorId, year, rating, available, version, modifiedAt]: DbRow): Row {
-  return { data: { id, title, authorId, year: year === null ? null : Number(year), rating, available }, etag: `"${version}"`, lastModified: modifiedAt.toUTCString() }
+function fromDb ([id, title, authorId, year, rating, available, reviewCount, averageRating, version, modifiedAt]: DbRow): Row {
+  return {
+    data: { id, title, authorId, year: year === null ? null : Number(year), rating, available, reviewCount: Number(reviewCount), averageRating },
+    etag: `"${version}"`,
+    lastModified: modifiedAt.toUTCString()
+  }
+}
+
+type DbReview = [string, string, string, string | null, boolean, string, string, string, string | null, number, Date]
+
+/** A review as the envelope wants it: rating (bigint) arrives as text. */
+function reviewFromDb ([id, bookId, rating, text, isPrivate, ownerId, createdAt, updatedAt, moderatorNote]: DbReview): ReviewRow {
+  return { id, bookId, rating: Number(rating), text, private: isPrivate, ownerId, createdAt, updatedAt, moderatorNote }
 }
 
 /** The PostgreSQL side: the same routes over a `pg` pool, with the plugin store's SQL. */
@@ -265,10 +327,23 @@ function postgresRoutes (app: FastifyInstance, pool: pg.Pool) {
     return listPage(reply, list, rows)
   })
 
+  // The caller sees the reviews that are not private, and its own.
+  app.get('/v1/reviews', routes.reviews, async function listReviews (request, reply) {
+    const list = readList(request, reply, reviewsBase)
+    if (list.kind === 'answered') return list.reply
+    const { user } = request as UserRequest
+    const after = list.kind === 'default' ? list.after : undefined
+    const { rows } = after === undefined
+      ? await pool.query<DbReview>({ text: statements.reviews, values: [false, user, list.pageSize + 1, 0], rowMode: 'array' })
+      : await pool.query<DbReview>({ text: statements.reviewsAfter, values: [false, user, after, list.pageSize + 1], rowMode: 'array' })
+    return listPage(reply, list, rows.map(reviewFromDb), reviewsBase, 'reviews')
+  })
+
   app.post('/v1/books', routes.create, async function createBook (request, reply) {
     const body = request.body as Omit<BookRow, 'id'>
     try {
-      const [row] = await query(statements.create, [uuidv7(), body.title, body.authorId, body.year ?? null, body.rating ?? null, body.available ?? true])
+      // A new book has no reviews yet (demo/schemas/index.ts).
+      const [row] = await query(statements.create, [uuidv7(), body.title, body.authorId, body.year ?? null, body.rating ?? null, body.available ?? true, 0, null])
       return sendCreated(reply, row)
     } catch (error) {
       // foreign_key_violation: the author does not exist.
@@ -298,13 +373,15 @@ function pluginHeaders () {
 export async function buildBaselineApp (store: 'memory' | 'postgres' = 'memory', withPluginHeaders = false): Promise<FastifyInstance> {
   const app = Fastify({ logger: false })
   const addHeaders = withPluginHeaders ? pluginHeaders() : undefined
-  // Authentication is work every real API does, and one Set lookup: the baseline does it too.
+  // Authentication is work every real API does, and one Map lookup: the baseline does it too, and
+  // keeps the caller's user for the reviews' row rule.
+  app.decorateRequest('user', '')
   app.addHook('onRequest', function checkToken (request, reply, done) {
     addHeaders?.(reply)
     const header = request.headers.authorization
-    if (header === undefined || !header.startsWith('Bearer ') || !tokens.has(header.slice(7))) {
-      return problem(reply, request, 401, 'unauthorized', 'Unauthorized', 'Valid credentials are required.')
-    }
+    const user = header !== undefined && header.startsWith('Bearer ') ? users.get(header.slice(7)) : undefined
+    if (user === undefined) return problem(reply, request, 401, 'unauthorized', 'Unauthorized', 'Valid credentials are required.')
+    ;(request as UserRequest).user = user
     done()
   })
   if (store === 'memory') {

@@ -88,6 +88,14 @@ export const cases: readonly BenchCase[] = [
     description: 'CREATE a book: body validation, author check (422 otherwise), new UUIDv7, 201 with Location, ETag, Last-Modified.'
   },
   {
+    name: 'reviews-list',
+    method: 'GET',
+    path: '/v1/reviews',
+    status: 200,
+    stores: both,
+    description: 'LIST reviews, first page of 20, as a caller who is not an admin: the row rule (not private, or the caller\'s own) read with the page, moderatorNote left out. Its ratio against list-20\'s is what the rule costs.'
+  },
+  {
     name: 'bad-request',
     method: 'GET',
     path: '/v1/books?pageSize=1000',

@@ -17,13 +17,11 @@ import type { Request } from 'autocannon'
 import pg from 'pg'
 import { pgliteStore, postgresStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
-import { buildRegistry } from '../lib/registry/index.js'
-import { demoResources } from '../demo/schemas/index.js'
 import { startServer } from './harness.js'
 import type { Server } from './harness.js'
 import type { StoreKind as BenchStoreKind } from './cases.js'
 import { databaseUrl } from './postgres.js'
-import { generate } from './seed.js'
+import { fillStore, generate } from './seed.js'
 import { benchConfig, buildPluginApp, seededMemoryStore } from './server.js'
 
 type StoreKind = 'memory' | 'pglite' | 'postgres'
@@ -47,10 +45,7 @@ const booksQuery = `/v1/books?filter=${encodeURIComponent('year ge 1950 and rati
 
 /** Fills a SQL store with the same seed as the memory store, through the store itself. */
 async function seededSqlStore (store: Store): Promise<Store> {
-  const [authors, books] = buildRegistry(demoResources(store))
-  const data = generate()
-  for (let i = 0; i < data.authors.length; i += 50) await Promise.all(data.authors.slice(i, i + 50).map(row => store.create(authors, row)))
-  for (let i = 0; i < data.books.length; i += 50) await Promise.all(data.books.slice(i, i + 50).map(row => store.create(books, row)))
+  await fillStore(store, generate(), 50)
   return store
 }
 

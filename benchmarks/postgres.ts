@@ -4,11 +4,10 @@
 import pg from 'pg'
 import { postgresStore } from '../lib/stores/sql/index.js'
 import type { Store } from '../lib/index.js'
-import { buildRegistry } from '../lib/registry/index.js'
-import { demoResources } from '../demo/schemas/index.js'
-import { SEED_TIME, generate } from './seed.js'
+import { SEED_TIME, fillStore, generate } from './seed.js'
 
 export const BENCH_SCHEMA = 'api_conventions_bench'
+const tables = ['authors', 'books', 'reviews']
 
 export const databaseUrl = (): string | undefined => process.env.DATABASE_URL === '' ? undefined : process.env.DATABASE_URL
 
@@ -50,23 +49,17 @@ export async function dropBenchSchema (): Promise<void> {
   }
 }
 
-/** Drops and refills the benchmark schema: the seed's authors and books, every row stamped SEED_TIME. */
+/** Drops and refills the benchmark schema: the seed's authors, books and reviews, every row stamped SEED_TIME. */
 export async function seedPostgres (): Promise<void> {
   const pool = new pg.Pool({ connectionString: databaseUrl() })
   try {
     await pool.query(`DROP SCHEMA IF EXISTS "${BENCH_SCHEMA}" CASCADE`)
     const store = await benchPostgresStore()
-    const [authors, books] = buildRegistry(demoResources(store))
-    const data = generate()
-    const inBatches = async <T>(rows: readonly T[], write: (row: T) => Promise<unknown>) => {
-      for (let i = 0; i < rows.length; i += 50) await Promise.all(rows.slice(i, i + 50).map(write))
-    }
-    await inBatches(data.authors, author => store.create(authors, author))
-    await inBatches(data.books, book => store.create(books, book))
+    await fillStore(store, generate(), 50)
     await store.close()
     // The store stamps rows with now(); Last-Modified must not depend on when the seed ran.
-    for (const name of ['authors', 'books']) await pool.query(`UPDATE "${BENCH_SCHEMA}"."${name}" SET "modified_at" = $1`, [SEED_TIME])
-    await pool.query(`ANALYZE "${BENCH_SCHEMA}"."authors", "${BENCH_SCHEMA}"."books"`)
+    for (const name of tables) await pool.query(`UPDATE "${BENCH_SCHEMA}"."${name}" SET "modified_at" = $1`, [SEED_TIME])
+    await pool.query(`ANALYZE ${tables.map(name => `"${BENCH_SCHEMA}"."${name}"`).join(', ')}`)
   } finally {
     await pool.end()
   }

@@ -8,12 +8,11 @@ import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
 import apiConventions, { createClientErrorHandler, genReqId, memoryStore } from '../lib/index.js'
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
-import { buildRegistry } from '../lib/registry/index.js'
 import { loadConfig } from '../demo/config.js'
 import type { DemoConfig } from '../demo/config.js'
 import { demoSecurityOptions } from '../demo/app.js'
 import { demoResources } from '../demo/schemas/index.js'
-import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
+import { CURSOR_SECRET, SEED_TIME, fillStore, generate } from './seed.js'
 import { benchPostgresStore, databaseUrl, traceStatements } from './postgres.js'
 
 /** The demo's settings, with a rate limit no benchmark reaches and a fixed paging-token key. */
@@ -26,10 +25,7 @@ export function benchConfig (env: Record<string, string | undefined>): DemoConfi
 export async function seededMemoryStore (authorCount?: number, bookCount?: number): Promise<Store> {
   let clock = SEED_TIME
   const store = memoryStore({ now: () => clock })
-  const [authors, books] = buildRegistry(demoResources(store))
-  const data = generate(authorCount, bookCount)
-  for (const author of data.authors) await store.create(authors, author)
-  for (const book of data.books) await store.create(books, book)
+  await fillStore(store, generate(authorCount, bookCount))
   // Records created during the run get a later time, like in the demo.
   clock = new Date(SEED_TIME.getTime() + 1000)
   return store
