@@ -1,21 +1,32 @@
 // What each convention costs per request: the CPU time of one request served
 // in-process through `inject` (no sockets, so no kernel time; CPU time rather than elapsed time,
 // so other processes competing for the two cores barely change it),
-// for the baseline, the demo's plugin configuration, and the plugin with conventions turned off
-// one at a time. Variants take turns, round after round; medians in microseconds per request.
+// for the baseline, the demo's plugin configuration, and the plugin with conventions (or the
+// application rules) turned off one at a time. Variants take turns, round after round; medians in microseconds per request.
 // Usage, after `npx tsc -p benchmarks/tsconfig.json`: node dist/benchmarks/ablation.js [--quick] [--cases retrieve,create]
 import type { FastifyInstance } from 'fastify'
-import type { ApiConventionsOptions } from '../lib/index.js'
+import type { ApiConventionsOptions, Store } from '../lib/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { buildBaselineApp } from './baseline.js'
 import { cases, commonHeaders } from './cases.js'
 import { benchConfig, buildPluginApp, seededMemoryStore } from './server.js'
 
-const variants: ReadonlyArray<readonly [string, Partial<ApiConventionsOptions> | null]> = [
+/**
+ * The demo's resources with no application rules configured (no row or field rules, server values
+ * or hooks): what the rules machinery costs requests that no rule concerns. Its CREATE answers
+ * without the books' reviewCount and averageRating, which the demo's server values set.
+ */
+function withoutRules (store: Store): Partial<ApiConventionsOptions> {
+  return { resources: demoResources(store).map(({ rules: _rules, serverValues: _values, hooks: _hooks, ...definition }) => definition) }
+}
+
+const variants: ReadonlyArray<readonly [string, ((store: Store) => Partial<ApiConventionsOptions>) | null]> = [
   ['baseline', null],
-  ['plugin (demo)', {}],
-  ['no rate limit', { rateLimit: false }],
-  ['no auth', { auth: undefined }],
-  ['no auth, cors, rate limit', { auth: undefined, cors: undefined, rateLimit: false }]
+  ['plugin (demo)', () => ({})],
+  ['no rules', withoutRules],
+  ['no rate limit', () => ({ rateLimit: false })],
+  ['no auth', () => ({ auth: undefined })],
+  ['no auth, cors, rate limit', () => ({ auth: undefined, cors: undefined, rateLimit: false })]
 ]
 // The token case needs a walk to its token; the filtered LIST is all store work. `--cases a,b` picks.
 const picked = process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1].split(',') : undefined
@@ -48,7 +59,12 @@ async function main () {
   const config = benchConfig({})
   const apps = new Map<string, FastifyInstance>()
   for (const [name, overrides] of variants) {
-    apps.set(name, overrides === null ? await buildBaselineApp() : await buildPluginApp(config, await seededMemoryStore(), overrides))
+    if (overrides === null) {
+      apps.set(name, await buildBaselineApp())
+    } else {
+      const store = await seededMemoryStore()
+      apps.set(name, await buildPluginApp(config, store, overrides(store)))
+    }
   }
   const micros: Record<string, Record<string, number>> = {}
   for (const benchCase of measured) {
