@@ -31,7 +31,13 @@ const identity: ViewOf = model => model
  * working for callers who see the same thing.
  */
 export function createViews (models: readonly ResourceModel[], rulesOf: (model: ResourceModel) => ModelRules | null): Views {
-  const ruled = models.filter(model => rulesOf(model) !== null)
+  // Only row and field rules make a caller's view differ (server values and hooks act on writes).
+  const ruled = models.filter(model => {
+    const rules = rulesOf(model)
+    return rules !== null && (rules.read !== null || rules.fields.size > 0)
+  })
+  /** A caller's views, by principal object: the same object (a token's) reads the same views. */
+  const byPrincipal = new WeakMap<object, ViewOf>()
   const sets = new Map<string, Map<ResourceModel, ResourceModel>>()
 
   function shapeOf (rules: ModelRules, principal: Principal): Shape {
@@ -41,6 +47,13 @@ export function createViews (models: readonly ResourceModel[], rulesOf: (model: 
   }
 
   function forCaller (principal: Principal): ViewOf {
+    if (typeof principal !== 'object' || principal === null) return viewsOf(principal)
+    let views = byPrincipal.get(principal)
+    if (views === undefined) byPrincipal.set(principal, views = viewsOf(principal))
+    return views
+  }
+
+  function viewsOf (principal: Principal): ViewOf {
     const shapes = new Map(ruled.map(model => [model, shapeOf(rulesOf(model) as ModelRules, principal)]))
     if ([...shapes.values()].every(shape => shape.visible === undefined && shape.hidden.length === 0)) return identity
     const key = JSON.stringify(ruled.map(model => (shapes.get(model) as Shape).key))

@@ -265,8 +265,9 @@ export class SqlStore implements Store {
   // RETRIEVE's read, the most frequent call: once the table is ready, one query and one promise
   // step, with text made once per table (each async layer cost more than the rest of the call).
   get (model: ResourceModel, id: string, options?: ReadOptions): Promise<StoredRecord | null> {
-    if (model.base !== undefined || options?.lock === true) return this.#getWhere(model, id, options?.lock === true)
-    if (!this.#prepared.has(model)) return this.#prepare(model).then(() => this.get(model, id))
+    if (model.visible !== undefined || options?.lock === true) return this.#getWhere(model, id, options?.lock === true)
+    // A view that hides no rows reads as its registered model: one statement, text made once.
+    if (!this.#prepared.has(model.base ?? model)) return this.#prepare(model).then(() => this.get(model, id))
     const table = this.#tableOf(model)
     if (!isStorable(id)) return Promise.resolve(null)
     return this.#query(table.selectById, [id]).then(
