@@ -11,6 +11,8 @@ export interface InvalidParam { readonly name: string, readonly reason: string }
 export interface ProblemExtras {
   invalidParams?: readonly InvalidParam[]
   headers?: Record<string, string>
+  /** The index of the batch operation that failed (routes/batch.ts). */
+  operation?: number
 }
 
 /** Attaches `invalidParams` to a catalogue error, for the problem renderer. */

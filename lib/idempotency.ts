@@ -96,10 +96,10 @@ function canonical (value: unknown): unknown {
 
 /**
  * The handler, run under the request's Idempotency-Key when it sends one: in one transaction of
- * `store` that claims the key, runs the handler (whose writes join it) and keeps its 2xx answer.
+ * the request's store that claims the key, runs the handler (whose writes join it) and keeps its 2xx answer.
  * An error answer is not kept: the transaction rolls back, and a retry runs again.
  */
-export function idempotent (handler: RouteHandlerMethod, store: Store, settings: ResolvedIdempotency | null): RouteHandlerMethod {
+export function idempotent (handler: RouteHandlerMethod, storeOf: (request: FastifyRequest) => Store, settings: ResolvedIdempotency | null): RouteHandlerMethod {
   if (settings === null) return handler
   // Keys running on this route in this process: a second one is 409 before it waits for a
   // transaction (instances sharing a database learn it from the store's claim).
@@ -113,6 +113,7 @@ export function idempotent (handler: RouteHandlerMethod, store: Store, settings:
     running.add(key)
     try {
       const fingerprint = fingerprintOf(request)
+      const store = storeOf(request)
       const outcome = await store.transaction(async tx => {
         const claim = await tx.claimKey(key)
         if (claim.kind === 'busy') throw busy()

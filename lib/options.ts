@@ -19,6 +19,8 @@ import type { ResolvedResourcePolicy, ResourcePolicy } from './security/headers.
 import { positiveInteger } from './security/limits.js'
 import { resolveIdempotency } from './idempotency.js'
 import type { IdempotencyOptions, ResolvedIdempotency } from './idempotency.js'
+import { resolveBatch } from './routes/batch.js'
+import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
@@ -60,6 +62,8 @@ export interface ApiConventionsOptions {
   readonly handlerTimeout?: number
   /** Idempotency-Key on POST and PATCH: how long answers are kept for retries; `false` ignores the header. Default: on, 24 hours. */
   readonly idempotency?: IdempotencyOptions | false
+  /** `POST {prefix}/batch`: how many operations one batch may hold; `false` serves no batch endpoint. Default: on, 100. */
+  readonly batch?: BatchOptions | false
   /** The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of the resources. */
   readonly openapi?: { readonly title?: string, readonly version?: string, readonly description?: string }
 }
@@ -87,6 +91,7 @@ export interface ResolvedOptions {
   readonly bodyLimit: number | undefined
   readonly handlerTimeout: number | undefined
   readonly idempotency: ResolvedIdempotency | null
+  readonly batch: ResolvedBatch | null
   readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined }
 }
 
@@ -111,6 +116,7 @@ const optionKeys = knownKeys({
   bodyLimit: true,
   handlerTimeout: true,
   idempotency: true,
+  batch: true,
   openapi: true,
   // Fastify's own register options, which reach the plugin with its options.
   prefix: true,
@@ -178,6 +184,7 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     bodyLimit: positiveInteger(options.bodyLimit, 'bodyLimit'),
     handlerTimeout: positiveInteger(options.handlerTimeout, 'handlerTimeout'),
     idempotency: resolveIdempotency(options.idempotency),
+    batch: resolveBatch(options.batch),
     openapi: resolveOpenApiInfo(options.openapi)
   })
 }

@@ -20,6 +20,7 @@ export const problemSchema: { type: 'object', properties: Record<string, Record<
     status: { type: 'integer' },
     detail: { type: 'string' },
     instance: { type: 'string' },
+    operation: { type: 'integer', description: 'A batch: the index of the operation that failed.' },
     invalidParams: {
       type: 'array',
       items: { type: 'object', properties: { name: { type: 'string' }, reason: { type: 'string' } }, required: ['name', 'reason'] }
@@ -74,6 +75,7 @@ export interface Problem {
   readonly detail: string
   readonly invalidParams?: readonly InvalidParam[]
   readonly headers?: Record<string, string>
+  readonly operation?: number
 }
 
 /** The members of a problem, as problemSchema lists them. */
@@ -83,6 +85,7 @@ export interface ProblemBody {
   readonly status: number
   readonly detail: string
   readonly instance: string | undefined
+  readonly operation: number | undefined
   readonly invalidParams: readonly InvalidParam[] | undefined
 }
 
@@ -107,6 +110,7 @@ export function problemBodyBuilder (options: Pick<ProblemOptions, 'errorFormat' 
       status: problem.status,
       detail: problem.detail,
       instance,
+      operation: problem.operation,
       invalidParams: problem.invalidParams
     }
     return form === 'flat' ? body : { errors: body }
@@ -128,7 +132,7 @@ function describe (error: FastifyError & ProblemExtras, request: FastifyRequest)
       : { code: 'API_ERR_INTERNAL', status: 500, detail: new InternalError().message }
   }
   // A 4xx from a dependency we do not map keeps its status; its message is the client's concern.
-  return { code, status, detail: error.message, invalidParams: error.invalidParams ?? impliedParams[String(code)], headers: error.headers }
+  return { code, status, detail: error.message, invalidParams: error.invalidParams ?? impliedParams[String(code)], headers: error.headers, operation: error.operation }
 }
 
 export function installProblemHandlers (app: FastifyInstance, options: ProblemOptions) {

@@ -104,7 +104,7 @@ async function checkSpectral (t: Test, document: Json) {
 
 const problemXmlRef = '#/components/schemas/Problem'
 // The routes of one media type answer their problems in JSON only (http/negotiation.ts).
-const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}'])
+const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/batch'])
 
 /**
  * Invariants every document keeps, whatever the options: problem+json refers to the configured

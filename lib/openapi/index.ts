@@ -138,12 +138,13 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
 
 /**
  * A route's schema as the document shows it: the documented responses beside the serialized
- * ones, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
+ * ones, the documented body where the handler validates its own, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
  */
 function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
-  const { documentedResponses, ...rest } = schema
+  const { documentedResponses, documentedBody, ...rest } = schema
   const response = { ...(rest.response as Record<string, JsonSchema>), ...(documentedResponses as Record<string, JsonSchema>) }
-  if (method !== 'HEAD') return { ...rest, response }
+  // A body its handler validates (the batch's) is documented, not validated, by the route schema.
+  if (method !== 'HEAD') return { ...rest, ...(documentedBody === undefined ? {} : { body: documentedBody }), response }
   const bodiless: Record<string, JsonSchema> = {}
   for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }
   // @fastify/swagger names the HEAD copy `{operationId}-head`.

@@ -14,7 +14,8 @@ import type { RouteContext } from './context.js'
 import { normalizeRecord, wantsMinimal, writeHeaders } from './shared.js'
 import { formatVariant } from '../http/negotiation.js'
 import { checkWritableFields, withServerValues } from '../rules/write.js'
-import { writeSteps } from './write.js'
+import { writeInputOf, writeSteps } from './write.js'
+import type { WriteInput, WriteOutcome } from './write.js'
 import { sendEmpty } from '../idempotency.js'
 import { hiddenVariant } from './item.js'
 
@@ -26,31 +27,39 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
   const { rules } = steps
   return {
     list: async function listResources (request: FastifyRequest, reply: FastifyReply) {
-      const view = steps.view(request)
+      const view = steps.view(request.principal)
       const parsed = parseListQuery(view, request.query as RawQuery, context.query, base)
       if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
       return listPage(context, store, view, base, parsed, null)
     },
     create: async function createResource (request: FastifyRequest, reply: FastifyReply) {
-      checkCollectionPreconditions(request, false)
-      const view = steps.view(request)
-      const { principal } = request
-      const body = request.body as Fields
-      checkWritableFields(rules, principal, body)
-      const id = model.generateId()
-      const data = withServerValues(rules, normalizeRecord(model, { ...body, [model.idField]: id }), 'create', principal, null)
-      const record = await steps.run(request, async tx => {
-        await steps.requireVisibleReferences(tx, request, data)
-        await steps.before(tx, request, 'create', id, data, null)
-        const created = await tx.create(model, data)
-        await steps.requireWritable(tx, request, id, `You may not create this ${model.singular}.`)
-        return await steps.after(tx, request, 'create', created, id, null) as StoredRecord
-      })
-      writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(request, hiddenVariant(view)))), record.modifiedAt)
-      reply.code(201).header('location', itemPath(context.envelope, model, id))
+      const { record, view } = await createRecord(writeInputOf(request))
+      const stored = record as StoredRecord
+      writeHeaders(reply, formatETag(stored.version, variantTag(formatVariant(request, hiddenVariant(view)))), stored.modifiedAt)
+      reply.code(201).header('location', itemPath(context.envelope, model, String(stored.data[model.idField])))
       if (wantsMinimal(reply)) return sendEmpty(reply)
-      return singleBody(context.envelope, model, project(record.data, readableFields(view)))
-    }
+      return singleBody(context.envelope, model, project(stored.data, readableFields(view)))
+    },
+    createRecord
+  }
+
+  /** CREATE, of an HTTP request or of a batch's operation: the record as stored. */
+  async function createRecord (input: WriteInput): Promise<WriteOutcome> {
+    evaluatePreconditions(input.preconditions, unversioned, false)
+    const { principal } = input
+    const view = steps.view(principal)
+    const body = input.body as Fields
+    checkWritableFields(rules, principal, body)
+    const id = model.generateId()
+    const data = withServerValues(rules, normalizeRecord(model, { ...body, [model.idField]: id }), 'create', principal, null)
+    const record = await steps.run(input, async tx => {
+      await steps.requireVisibleReferences(tx, principal, data)
+      await steps.before(tx, principal, 'create', id, data, null)
+      const created = await tx.create(model, data)
+      await steps.requireWritable(tx, principal, id, `You may not create this ${model.singular}.`)
+      return await steps.after(tx, principal, 'create', created, id, null) as StoredRecord
+    })
+    return { record, view }
   }
 }
 

@@ -5,7 +5,8 @@ import type { ResourceModel } from '../registry/model.js'
 import { mergedSchema } from '../registry/derive.js'
 import { attachRelated, project, singleBody } from '../envelope/index.js'
 import { checkWritableFields, unwritableFields, withServerValues } from '../rules/write.js'
-import { writeSteps } from './write.js'
+import { writeInputOf, writeSteps } from './write.js'
+import type { WriteInput, WriteOutcome } from './write.js'
 import { sendEmpty } from '../idempotency.js'
 import type { Link } from '../envelope/index.js'
 import { parseItemQuery, readableFields } from '../query/list-query.js'
@@ -48,23 +49,25 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
   const refusal = `You may not change this ${model.singular}.`
   const outOfReach = `This change would put the ${model.singular} out of your reach.`
 
-  /** Reads the record a write applies to, as the caller sees it, and checks the client's preconditions against it. */
-  async function currentFor (request: FastifyRequest, tx: Store, view: ResourceModel, id: string): Promise<{ record: StoredRecord | null, preconditions: Preconditions }> {
-    const preconditions = readPreconditions(request.headers)
+  /** Reads the record a write applies to, as the caller sees it, and checks the input's preconditions against it. */
+  async function currentFor (input: WriteInput, tx: Store, view: ResourceModel): Promise<StoredRecord | null> {
+    const { preconditions, id } = input
     if (requireIfMatch && preconditions.ifMatch === undefined) {
       throw new PreconditionRequiredError('This server requires If-Match on PUT, PATCH and DELETE: send the ETag of the version you read.')
     }
     const record = await (steps.lock ? tx.get(view, id, { lock: true }) : tx.get(view, id))
     if (record === null && preconditions.ifMatch === undefined) throw notFound(id)
     evaluatePreconditions(preconditions, record === null ? null : { etag: formatETag(record.version, ''), version: record.version, modifiedAt: record.modifiedAt }, false)
-    return { record, preconditions }
+    return record
   }
 
-  function respond (reply: FastifyReply, record: StoredRecord, view: ResourceModel) {
+  /** The answer to an HTTP REPLACE or MODIFY. */
+  function respond (reply: FastifyReply, { record, view }: WriteOutcome) {
+    const stored = record as StoredRecord
     // The ETag of the representation sent: JSON `"7"`, XML another variant of version 7.
-    writeHeaders(reply, formatETag(record.version, variantTag(formatVariant(reply.request, hiddenVariant(view)))), record.modifiedAt)
+    writeHeaders(reply, formatETag(stored.version, variantTag(formatVariant(reply.request, hiddenVariant(view)))), stored.modifiedAt)
     if (wantsMinimal(reply)) return sendEmpty(reply.code(204))
-    return singleBody(context.envelope, model, project(record.data, readableFields(view)))
+    return singleBody(context.envelope, model, project(stored.data, readableFields(view)))
   }
 
   /** A write's outcome. Under If-Match, a record deleted since the check fails the precondition too (RFC 9110 §13.1.1). */
@@ -79,7 +82,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
 
   async function retrieveResource (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
-    const view = steps.view(request)
+    const view = steps.view(request.principal)
     const options = parseItemQuery(view, request.query as RawQuery)
     const preconditions = readPreconditions(request.headers)
     const record = await readRecordOnce(request, store, view, id)
@@ -112,71 +115,75 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
    * it was made from, again when another write lands in between (unless If-Match named the
    * version), with the rules' checks and hooks around it in one transaction when they need one.
    */
-  async function change (request: FastifyRequest, reply: FastifyReply, operation: 'replace' | 'modify', next: (current: StoredRecord) => Fields) {
-    const { id } = request.params as { id: string }
-    const body = request.body as Fields
+  async function change (input: WriteInput, operation: 'replace' | 'modify', next: (current: StoredRecord) => Fields): Promise<WriteOutcome> {
+    const { id, principal, preconditions } = input
+    const body = input.body as Fields
     checkIdUnchanged(model, body, id)
-    const view = steps.view(request)
-    const { principal } = request
+    const view = steps.view(principal)
     checkWritableFields(rules, principal, body)
-    const written = await steps.run(request, async tx => {
+    const record = await steps.run(input, async tx => {
       for (let attempt = 1; attempt <= modifyAttempts; attempt++) {
-        const { record, preconditions } = await currentFor(request, tx, view, id)
-        const current = record as StoredRecord // currentFor throws 404 or 412 when there is none
-        await steps.requireWritable(tx, request, id, refusal)
+        // currentFor throws 404 or 412 when there is none
+        const current = await currentFor(input, tx, view) as StoredRecord
+        await steps.requireWritable(tx, principal, id, refusal)
         const data = withServerValues(rules, normalizeRecord(model, next(current)), operation, principal, current.data)
-        await steps.requireVisibleReferences(tx, request, data)
-        await steps.before(tx, request, operation, id, data, current)
+        await steps.requireVisibleReferences(tx, principal, data)
+        await steps.before(tx, principal, operation, id, data, current)
         const result = await tx.update(model, id, data, { ifVersion: current.version })
         if (result !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) {
           const stored = checkWritten(result, id, preconditions)
-          await steps.requireWritable(tx, request, id, outOfReach)
-          return await steps.after(tx, request, operation, stored, id, current) as StoredRecord
+          await steps.requireWritable(tx, principal, id, outOfReach)
+          return await steps.after(tx, principal, operation, stored, id, current) as StoredRecord
         }
       }
       throw new ConflictError(`The resource is being changed by others too often to apply this ${operation === 'modify' ? 'patch' : 'replacement'}; retry.`)
     })
-    return respond(reply, written, view)
+    return { record, view }
   }
 
-  async function replaceResource (request: FastifyRequest, reply: FastifyReply) {
-    const { id } = request.params as { id: string }
-    return await change(request, reply, 'replace', current => ({ ...keptOf(current, request.principal), ...request.body as Fields, [model.idField]: id }))
-  }
+  const replaceRecord = async (input: WriteInput) =>
+    await change(input, 'replace', current => ({ ...keptOf(current, input.principal), ...input.body as Fields, [model.idField]: input.id }))
 
   const validateMerged = context.ajv.compile(mergedSchema(model))
-  async function modifyResource (request: FastifyRequest, reply: FastifyReply) {
-    return await change(request, reply, 'modify', current => {
-      const merged = mergePatch(current.data, request.body) as Fields
-      if (!validateMerged(merged)) {
-        // Ajv sets `errors` whenever validation fails.
-        throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateMerged.errors as ErrorObject[]))
-      }
-      return merged
-    })
-  }
+  const modifyRecord = async (input: WriteInput) => await change(input, 'modify', current => {
+    const merged = mergePatch(current.data, input.body) as Fields
+    if (!validateMerged(merged)) {
+      // Ajv sets `errors` whenever validation fails.
+      throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateMerged.errors as ErrorObject[]))
+    }
+    return merged
+  })
 
-  async function deleteResource (request: FastifyRequest, reply: FastifyReply) {
-    const { id } = request.params as { id: string }
-    const preconditions = readPreconditions(request.headers)
-    await steps.run(request, async tx => {
+  async function deleteRecord (input: WriteInput): Promise<WriteOutcome> {
+    const { id, principal, preconditions } = input
+    const view = steps.view(principal)
+    await steps.run(input, async tx => {
       let how = {}
       let previous: StoredRecord | null = null
       if (requireIfMatch || hasPreconditions(preconditions) || rules !== null) {
-        previous = (await currentFor(request, tx, steps.view(request), id)).record
+        previous = await currentFor(input, tx, view)
         how = { ifVersion: previous?.version }
-        await steps.requireWritable(tx, request, id, refusal)
+        await steps.requireWritable(tx, principal, id, refusal)
       }
-      await steps.before(tx, request, 'delete', id, null, previous)
+      await steps.before(tx, principal, 'delete', id, null, previous)
       checkWritten(await tx.remove(model, id, how), id, preconditions)
-      await steps.after(tx, request, 'delete', null, id, previous)
+      await steps.after(tx, principal, 'delete', null, id, previous)
     })
-    return reply.code(204).send()
+    return { record: null, view }
   }
 
-  return { retrieve: retrieveResource, replace: replaceResource, modify: modifyResource, delete: deleteResource }
+  return {
+    retrieve: retrieveResource,
+    replace: async (request: FastifyRequest, reply: FastifyReply) => respond(reply, await replaceRecord(writeInputOf(request))),
+    modify: async (request: FastifyRequest, reply: FastifyReply) => respond(reply, await modifyRecord(writeInputOf(request))),
+    delete: async function deleteResource (request: FastifyRequest, reply: FastifyReply) {
+      await deleteRecord(writeInputOf(request))
+      return reply.code(204).send()
+    },
+    /** The writes themselves, for a batch's operations (routes/batch.ts). */
+    writes: { replace: replaceRecord, modify: modifyRecord, delete: deleteRecord }
+  }
 }
-
 /** What sets apart the representations of callers who see different fields: part of the ETag. */
 export function hiddenVariant (view: ResourceModel): string {
   return view.hidden === undefined ? '' : `-${[...view.hidden].join(',')}`

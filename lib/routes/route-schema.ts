@@ -350,3 +350,92 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
     }
   }
 }
+
+const localId: JsonSchema = {
+  type: 'object',
+  properties: { lid: { type: 'string', minLength: 1, maxLength: 255, description: 'The lid of an earlier create in this batch.' } },
+  required: ['lid'],
+  additionalProperties: false,
+  description: 'The id of the record an earlier create of this batch named with this lid.'
+}
+
+/** An operation's `data`: the route's body, where a relation field may hold a local id too. */
+function batchData (model: ResourceModel, schema: JsonSchema): JsonSchema {
+  const body = namedBody('', schema, model)
+  const { $id, ...rest } = body
+  const properties = { ...(rest.properties as Record<string, JsonSchema>) }
+  for (const relation of model.relations.values()) {
+    if (relation.kind === 'one') properties[relation.field] = { anyOf: [properties[relation.field], localId] }
+  }
+  return { ...rest, properties }
+}
+
+const batchBodies = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
+
+/** One oneOf branch per resource and operation it serves; `served(model, op)` says which. */
+function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modify' | 'delete'): JsonSchema {
+  const target = op === 'create'
+    ? { lid: { type: 'string', minLength: 1, maxLength: 255, description: `A name for the new ${model.singular}, for later operations of this batch.` } }
+    : { id: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: `The ${model.singular}'s ${model.idField}.` }, ifMatch: { type: 'string', description: 'As the If-Match header of the single request.' } }
+  return {
+    title: `${op} ${model.name}`,
+    type: 'object',
+    properties: {
+      op: { type: 'string', enum: [op] },
+      resource: { type: 'string', enum: [model.name] },
+      ...target,
+      ...(op === 'delete' ? {} : { data: batchData(model, batchBodies[op](model)) })
+    },
+    required: ['op', 'resource', ...(op === 'create' ? [] : ['id']), ...(op === 'delete' ? [] : ['data'])],
+    additionalProperties: false
+  }
+}
+
+const batchResult: JsonSchema = {
+  type: 'object',
+  properties: {
+    status: { type: 'integer', enum: [200, 201, 204], description: 'The status the single request would have answered.' },
+    location: { type: 'string', description: 'create: the relative URL of the new record.' },
+    etag: { type: 'string', description: 'The ETag of the record as written (not after delete).' },
+    data: { type: 'object', description: 'The record as written, as the single request answers it (not after delete).' }
+  },
+  required: ['status']
+}
+
+export function batchRouteSchema (models: readonly ResourceModel[], served: (model: ResourceModel, op: 'create' | 'replace' | 'modify' | 'delete') => boolean, maxOperations: number, options: SchemaOptions) {
+  const branches = models.flatMap(model => (['create', 'replace', 'modify', 'delete'] as const).filter(op => served(model, op)).map(op => batchOperation(model, op)))
+  return {
+    operationId: 'batch',
+    summary: 'Run several writes at once, all or nothing',
+    description: `BATCH: up to ${maxOperations} creates, replaces, modifies (JSON merge patch) and deletes of any resources, in order, in one transaction: if one fails, none is written, and the answer is that operation's problem with \`operation\` (its index) and invalidParams names prefixed \`operations/<index>/\`. \`lid\` names the record a create makes; \`{ "lid": "…" }\` stands for its id in a later operation's \`id\` or relation field. Every rule of the single requests applies to each operation (authorization, row and field rules, business rules, If-Match as \`ifMatch\`).`,
+    tags: ['batch'],
+    headers: requestHeaders(options.idempotency ? idempotencyKeyHeader : {}),
+    // Validated by the handler (routes/batch.ts), which names each operation's problems; this is the documented shape.
+    documentedBody: {
+      $id: 'Batch',
+      type: 'object',
+      properties: { operations: { type: 'array', minItems: 1, maxItems: maxOperations, items: { oneOf: branches } } },
+      required: ['operations'],
+      additionalProperties: false
+    },
+    consumes: ['application/json'],
+    produces: ['application/json'],
+    documentedResponses: {
+      200: {
+        type: 'object',
+        properties: { data: { type: 'object', properties: { results: { type: 'array', items: batchResult } }, required: ['results'] } },
+        required: ['data'],
+        description: 'Every operation succeeded: one result per operation, in order.',
+        headers: { ...(options.idempotency ? idempotentReplayed : {}), ...requestId }
+      },
+      ...problems(options, [400, 403, 404, 409, 412, 413, 415, 422, ...(options.requireIfMatch ? [428] : []), 503], {
+        400: 'the body is not a list of operations of this shape (or holds more than the limit), or an operation\'s data is invalid; invalidParams names each member, prefixed operations/<index>/.',
+        403: 'an operation is not allowed to these credentials.',
+        404: 'an operation names a record that does not exist.',
+        409: `an operation conflicts with the current state${options.idempotency ? ', or a request with this Idempotency-Key is still being processed' : ''}.`,
+        412: 'an operation\'s ifMatch does not hold.',
+        422: `an operation refers to a record that does not exist, or a business rule refuses it${options.idempotency ? '; or this Idempotency-Key was used with another body' : ''}.`
+      }, false)
+    }
+  }
+}

@@ -17,13 +17,16 @@ import { collectionHandlers, nestedListHandler } from './collection.js'
 import { itemHandlers } from './item.js'
 import { capabilitiesHandler } from './shared.js'
 import { idempotent } from '../idempotency.js'
+import { batchHandler, batchStoreOf } from './batch.js'
+import type { ResolvedBatch, Writes } from './batch.js'
+import type { Operation } from '../registry/model.js'
 import {
-  capabilitiesRouteSchema, createRouteSchema, deleteRouteSchema, listRouteSchema, modifyRouteSchema,
+  batchRouteSchema, capabilitiesRouteSchema, createRouteSchema, deleteRouteSchema, listRouteSchema, modifyRouteSchema,
   nestedListRouteSchema, replaceRouteSchema, retrieveRouteSchema, schemaOptionsFor
 } from './route-schema.js'
 
-/** What a route does: a resource operation, or one of the plugin's own pages. */
-export type RouteOperation = AuthorizedOperation | 'document' | 'docs' | 'problem-types'
+/** What a route does: a resource operation, a batch of them, or one of the plugin's own pages. */
+export type RouteOperation = AuthorizedOperation | 'batch' | 'document' | 'docs' | 'problem-types'
 
 export interface RouteSpec {
   /** GET routes serve HEAD too (RETRIEVE HEADERS): Fastify derives the HEAD route, with this spec. */
@@ -118,15 +121,19 @@ function pathsOf (model: ResourceModel): PathOf[] {
 const served = (row: OperationRow, at: PathOf) =>
   row.operation === 'capabilities' || at.place === 'nested' || at.resource.operations.has(row.operation)
 
-/** The specs of every resource route, in registration order. */
+/** The specs of every resource route, in registration order, and of the batch endpoint after them. */
 export function buildRouteTable (models: readonly ResourceModel[], context: RouteContext): RouteSpec[] {
   const table: RouteSpec[] = []
+  const writes = new Map<ResourceModel, Writes>()
   for (const model of models) {
     const collection = collectionHandlers(model, context)
     const item = itemHandlers(model, context)
     // POST and PATCH are not idempotent by themselves: a client's Idempotency-Key makes them so.
-    const keyed = (handler: RouteHandlerMethod) => idempotent(handler, context.storeOf(model), context.options.idempotency)
-    const handlers = { list: collection.list, create: keyed(collection.create), ...item, modify: keyed(item.modify) }
+    const store = context.storeOf(model)
+    const keyed = (handler: RouteHandlerMethod) => idempotent(handler, () => store, context.options.idempotency)
+    const handlers = { list: collection.list, create: keyed(collection.create), retrieve: item.retrieve, replace: item.replace, modify: keyed(item.modify), delete: item.delete }
+    const all: Writes = { create: collection.createRecord, ...item.writes }
+    writes.set(model, Object.fromEntries(Object.entries(all).filter(([op]) => model.operations.has(op as Operation))))
     for (const at of pathsOf(model)) {
       const rows = operations.filter(row => row.place === at.place && served(row, at))
       const allow = rows.flatMap(row => row.method === 'GET' ? ['GET', 'HEAD'] : [row.method])
@@ -149,7 +156,29 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Rout
       }
     }
   }
+  if (context.options.batch !== null) table.push(batchSpec(models, context, context.options.batch, model => writes.get(model) as Writes))
   return table
+}
+
+/** `POST {prefix}/batch`, when the options serve it (routes/batch.ts). */
+function batchSpec (models: readonly ResourceModel[], context: RouteContext, settings: ResolvedBatch, writesOf: (model: ResourceModel) => Writes): RouteSpec {
+  const json = ['application/json']
+  return {
+    method: 'POST',
+    path: '/batch',
+    allow: ['POST'],
+    operation: 'batch',
+    resource: null,
+    store: null,
+    views: null,
+    item: false,
+    bodyTypes: json,
+    responseTypes: json,
+    schema: batchRouteSchema(models, (model, op) => writesOf(model)[op] !== undefined, settings.maxOperations, schemaOptionsFor(context)),
+    handler: idempotent(batchHandler(context, settings, writesOf), batchStoreOf(context), context.options.idempotency),
+    // Its answers are JSON only (results of several resources have no one XML shape).
+    config: { produces: json }
+  }
 }
 
 type Handlers = Readonly<Record<'list' | 'create' | 'retrieve' | 'replace' | 'modify' | 'delete', RouteHandlerMethod>>

@@ -1,5 +1,7 @@
 // The steps every write of a resource shares (docs/rules.md): one transaction when its rules need
-// one, the caller's views, the check that a record is the caller's to change, and the hooks.
+// one, the caller's views, the check that a record is the caller's to change, and the hooks. A
+// write reads its request only through a WriteInput, so that an HTTP request and one operation of
+// a batch (routes/batch.ts) are the same write.
 import type { FastifyRequest } from 'fastify'
 import type { ResourceModel } from '../registry/model.js'
 import type { Fields, Store, StoredRecord } from '../stores/store.js'
@@ -8,9 +10,42 @@ import { keyedTransaction } from '../idempotency.js'
 import { missingRelatedError } from '../stores/referential.js'
 import { transactionHandle, writeEvent } from '../rules/write.js'
 import type { WriteOperation } from '../rules/types.js'
+import { readPreconditions } from '../http/conditional.js'
+import type { Preconditions } from '../http/conditional.js'
 import type { RouteContext } from './context.js'
 
 export type WriteSteps = ReturnType<typeof writeSteps>
+
+/** What a write takes from its request. */
+export interface WriteInput {
+  readonly principal: unknown
+  /** The record's id (REPLACE, MODIFY, DELETE); '' for CREATE. */
+  readonly id: string
+  /** The body as validated; null for DELETE. */
+  readonly body: Fields | null
+  readonly preconditions: Preconditions
+  /** A transaction the write joins (an Idempotency-Key's, a batch's); null: its own, if it needs one. */
+  readonly joined: Store | null
+}
+
+/** What a write leaves: the record as stored (null once deleted), and the view the caller reads it through. */
+export interface WriteOutcome {
+  readonly record: StoredRecord | null
+  readonly view: ResourceModel
+}
+
+export type WriteHandler = (input: WriteInput) => Promise<WriteOutcome>
+
+/** The input of an HTTP write. */
+export function writeInputOf (request: FastifyRequest): WriteInput {
+  return {
+    principal: request.principal,
+    id: (request.params as { id?: string }).id ?? '',
+    body: request.body as Fields | null,
+    preconditions: readPreconditions(request.headers),
+    joined: keyedTransaction(request)
+  }
+}
 
 export function writeSteps (model: ResourceModel, context: RouteContext) {
   const store = context.storeOf(model)
@@ -19,10 +54,10 @@ export function writeSteps (model: ResourceModel, context: RouteContext) {
   const { beforeWrite, afterWrite } = rules?.hooks ?? {}
   const checksResult = rules !== null && (rules.read !== null || rules.write !== null)
 
-  const hook = async (which: typeof beforeWrite, tx: Store, request: FastifyRequest, operation: WriteOperation, id: string, record: Fields | null, previous: StoredRecord | null) => {
+  const hook = async (which: typeof beforeWrite, tx: Store, principal: unknown, operation: WriteOperation, id: string, record: Fields | null, previous: StoredRecord | null) => {
     if (which === undefined) return
-    const handle = transactionHandle(tx, store, context.models, context.storeOf, context.rulesOf, request.principal)
-    await which(writeEvent(operation, request.principal, id, record, previous, handle))
+    const handle = transactionHandle(tx, store, context.models, context.storeOf, context.rulesOf, principal)
+    await which(writeEvent(operation, principal, id, record, previous, handle))
   }
 
   return {
@@ -31,21 +66,20 @@ export function writeSteps (model: ResourceModel, context: RouteContext) {
     lock: transactional,
     /**
      * `work` in one transaction when rules or hooks take part in the write, else on the store; in
-     * the transaction of the request's Idempotency-Key when it sends one (idempotency.ts).
+     * the transaction the input joins when it has one.
      */
-    run: <T>(request: FastifyRequest, work: (tx: Store) => Promise<T>): Promise<T> => {
-      const keyed = keyedTransaction(request)
-      if (keyed !== null) return work(keyed)
+    run: <T>(input: WriteInput, work: (tx: Store) => Promise<T>): Promise<T> => {
+      if (input.joined !== null) return work(input.joined)
       return transactional ? store.transaction(work) : work(store)
     },
     /** The resource as the caller sees it. */
-    view: (request: FastifyRequest): ResourceModel => context.views.forCaller(request.principal)(model),
+    view: (principal: unknown): ResourceModel => context.views.forCaller(principal)(model),
     /**
      * A related record the caller cannot see is, for it, one that does not exist: the same 422 as
      * for a made-up id (the store's own check knows no callers). Only where a view hides rows.
      */
-    async requireVisibleReferences (tx: Store, request: FastifyRequest, data: Fields): Promise<void> {
-      const view = context.views.forCaller(request.principal)(model)
+    async requireVisibleReferences (tx: Store, principal: unknown, data: Fields): Promise<void> {
+      const view = context.views.forCaller(principal)(model)
       for (const relation of view.relations.values()) {
         const value = data[relation.field]
         if (relation.kind !== 'one' || relation.target.visible === undefined || value === null || value === undefined) continue
@@ -53,16 +87,16 @@ export function writeSteps (model: ResourceModel, context: RouteContext) {
       }
     },
     /** 403 unless record `id`, as it stands in `tx`, is among those the caller may change (rules.write). */
-    async requireWritable (tx: Store, request: FastifyRequest, id: string, refusal: string): Promise<void> {
+    async requireWritable (tx: Store, principal: unknown, id: string, refusal: string): Promise<void> {
       if (!checksResult) return
-      if (await tx.get(context.views.writable(request.principal, model), id) === null) throw new ForbiddenError(refusal)
+      if (await tx.get(context.views.writable(principal, model), id) === null) throw new ForbiddenError(refusal)
     },
-    before: (tx: Store, request: FastifyRequest, operation: WriteOperation, id: string, record: Fields | null, previous: StoredRecord | null) =>
-      hook(beforeWrite, tx, request, operation, id, record, previous),
+    before: (tx: Store, principal: unknown, operation: WriteOperation, id: string, record: Fields | null, previous: StoredRecord | null) =>
+      hook(beforeWrite, tx, principal, operation, id, record, previous),
     /** Runs afterWrite; returns the record as it stands once the hook is done (a hook may change it too). */
-    async after (tx: Store, request: FastifyRequest, operation: WriteOperation, written: StoredRecord | null, id: string, previous: StoredRecord | null): Promise<StoredRecord | null> {
+    async after (tx: Store, principal: unknown, operation: WriteOperation, written: StoredRecord | null, id: string, previous: StoredRecord | null): Promise<StoredRecord | null> {
       if (afterWrite === undefined) return written
-      await hook(afterWrite, tx, request, operation, id, written?.data ?? null, previous)
+      await hook(afterWrite, tx, principal, operation, id, written?.data ?? null, previous)
       return written === null ? null : await tx.get(model, id)
     }
   }

@@ -25,18 +25,29 @@ const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modi
 /**
  * The body of a write, validated against the caller's view of the schema before the route's own
  * validation, for a resource with field rules: a field the caller may not read is then refused
- * exactly as a made-up name is, in the same list as every other problem (no oracle).
+ * exactly as a made-up name is, in the same list as every other problem (no oracle). Undefined
+ * for a resource without field rules; the check answers null when the body passes.
  */
-export function callerBodyCheck (model: ResourceModel, operation: keyof typeof bodySchemas, context: RouteContext): preValidationHookHandler | undefined {
+export function callerBodyProblems (model: ResourceModel, operation: keyof typeof bodySchemas, context: RouteContext): ((principal: Principal, body: unknown) => InvalidParam[] | null) | undefined {
   if ((context.rulesOf(model)?.fields.size ?? 0) === 0) return undefined
   const validators = new WeakMap<ResourceModel, ValidateFunction>()
-  return function checkCallerBody (request, _reply, done) {
-    const view = context.views.forCaller(request.principal)(model)
-    if (view.hidden === undefined) return done()
+  return function callerBodyProblemsOf (principal, body) {
+    const view = context.views.forCaller(principal)(model)
+    if (view.hidden === undefined) return null
     let validate = validators.get(view)
     if (validate === undefined) validators.set(view, validate = context.ajv.compile(bodySchemas[operation](view)))
     // Ajv sets `errors` whenever validation fails.
-    done(validate(request.body) ? undefined : withInvalidParams(new BodyInvalidError(), toInvalidParams(validate.errors as ErrorObject[])))
+    return validate(body) ? null : toInvalidParams(validate.errors as ErrorObject[])
+  }
+}
+
+/** callerBodyProblems as a route step (pipeline.ts). */
+export function callerBodyCheck (model: ResourceModel, operation: keyof typeof bodySchemas, context: RouteContext): preValidationHookHandler | undefined {
+  const problemsOf = callerBodyProblems(model, operation, context)
+  if (problemsOf === undefined) return undefined
+  return function checkCallerBody (request, _reply, done) {
+    const problems = problemsOf(request.principal, request.body)
+    done(problems === null ? undefined : withInvalidParams(new BodyInvalidError(), problems))
   }
 }
 

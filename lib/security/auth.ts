@@ -233,9 +233,12 @@ const operationWords: Readonly<Record<AuthorizedOperation, string>> = {
   capabilities: 'querying the capabilities of'
 }
 
+/** The detail of a 403 from the authorization check. */
+export const refusalOf = (operation: AuthorizedOperation, model: ResourceModel) => `These credentials do not allow ${operationWords[operation]} ${model.name}.`
+
 /** A route-level preParsing hook: the authorization check for one resource operation, before the body is read. */
 export function authorizationHook (authorize: NonNullable<AuthOptions['authorize']>, model: ResourceModel, store: Store, views: Views, operation: AuthorizedOperation, item: boolean) {
-  const refusal = `These credentials do not allow ${operationWords[operation]} ${model.name}.`
+  const refusal = refusalOf(operation, model)
   // Callback style, and synchronous when it can be: each await of an async hook cost more than the check.
   return function checkAuthorization (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (error: Error | null, payload?: RequestPayload) => void) {
     const decide = (id: string | undefined, record: Fields | null | undefined) => {

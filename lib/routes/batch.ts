@@ -1,0 +1,257 @@
+// Batch (demo contract "Safe retries and atomic writes"; JSON:API atomic operations, OData change
+// sets): `POST {prefix}/batch` runs creates, replaces, modifies and deletes in order, all or
+// nothing, in one transaction of the resources' store. Each operation is the same write as its
+// HTTP request (routes/write.ts) with every check of the route's pipeline that reads the body:
+// authorization, the caller's view of the schema, the schema itself. Local ids (`lid`) name what
+// an earlier create made, wherever an id is expected.
+import type { FastifyRequest, RouteHandlerMethod } from 'fastify'
+import type { ErrorObject, ValidateFunction } from 'ajv'
+import type { ResourceModel } from '../registry/model.js'
+import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
+import type { JsonSchema } from '../registry/derive.js'
+import type { Fields, Store } from '../stores/store.js'
+import { itemPath, project, singleBody } from '../envelope/index.js'
+import { BodyInvalidError, ForbiddenError, OptionsInvalidError, ResourceInvalidError, withInvalidParams } from '../errors.js'
+import type { InvalidParam, ProblemExtras } from '../errors.js'
+import { formatETag, parseTagList, variantTag } from '../http/conditional.js'
+import { keyedTransaction } from '../idempotency.js'
+import { knownKeys, refuseUnknownKeys } from '../options-check.js'
+import { readableFields } from '../query/list-query.js'
+import { callerBodyProblems } from '../rules/write.js'
+import { refusalOf } from '../security/auth.js'
+import { toInvalidParams } from '../validation.js'
+import type { RouteContext } from './context.js'
+import { hiddenVariant } from './item.js'
+import type { WriteHandler } from './write.js'
+
+export interface BatchOptions {
+  /** The most operations one batch may hold. Default 100. */
+  readonly maxOperations?: number
+}
+
+export interface ResolvedBatch { readonly maxOperations: number }
+
+const batchKeys = knownKeys({ maxOperations: true } satisfies Record<keyof BatchOptions, true>)
+
+/** `false` serves no batch endpoint; anything else is checked here. */
+export function resolveBatch (value: unknown): ResolvedBatch | null {
+  if (value === false) return null
+  const given = (value ?? {}) as Record<string, unknown>
+  if (typeof given !== 'object') throw new OptionsInvalidError(`batch must be false or an object { maxOperations? }, received ${JSON.stringify(value)}`)
+  refuseUnknownKeys(given, batchKeys, 'batch')
+  const max = given.maxOperations ?? 100
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) throw new OptionsInvalidError(`batch.maxOperations must be a positive integer, received ${JSON.stringify(max)}`)
+  return Object.freeze({ maxOperations: max })
+}
+
+export type BatchOp = 'create' | 'replace' | 'modify' | 'delete'
+const ops: readonly BatchOp[] = ['create', 'replace', 'modify', 'delete']
+const methodOf: Readonly<Record<BatchOp, string>> = { create: 'POST', replace: 'PUT', modify: 'PATCH', delete: 'DELETE' }
+const pastOf: Readonly<Record<BatchOp, string>> = { create: 'created', replace: 'replaced', modify: 'modified', delete: 'deleted' }
+
+/** A resource's writes, by operation: those it serves. */
+export type Writes = Partial<Record<BatchOp, WriteHandler>>
+
+interface LocalId { readonly lid: string }
+interface Operation {
+  readonly op: BatchOp
+  readonly resource: string
+  readonly id?: string | LocalId
+  readonly lid?: string
+  readonly ifMatch?: string
+  readonly data?: Fields
+}
+
+const maxLidLength = 255
+const lidSchema: JsonSchema = { type: 'string', minLength: 1, maxLength: maxLidLength }
+const localIdSchema: JsonSchema = { type: 'object', properties: { lid: lidSchema }, required: ['lid'], additionalProperties: false }
+
+/** The shape every operation has, whatever its resource; the operation's `data` is checked against its own schema. */
+function shapeSchema (resources: readonly string[], maxOperations: number): JsonSchema {
+  return {
+    type: 'object',
+    properties: {
+      operations: {
+        type: 'array',
+        minItems: 1,
+        maxItems: maxOperations,
+        items: {
+          type: 'object',
+          properties: {
+            op: { type: 'string', enum: [...ops] },
+            resource: { type: 'string', enum: [...resources] },
+            id: { anyOf: [{ type: 'string', minLength: 1 }, localIdSchema] },
+            lid: lidSchema,
+            ifMatch: { type: 'string' },
+            data: { type: 'object' }
+          },
+          required: ['op', 'resource'],
+          additionalProperties: false
+        }
+      }
+    },
+    required: ['operations'],
+    additionalProperties: false
+  }
+}
+
+const bodySchemaOf = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
+const bodyNameOf = { create: 'create', replace: 'replace', modify: 'modify' } as const
+
+/** `operations.3.op` (Ajv's path) → `operations/3/op`, a JSON pointer without its leading slash, as the contract names members. */
+const pointer = (param: InvalidParam): InvalidParam => ({ name: param.name.replaceAll('.', '/'), reason: param.reason })
+
+/**
+ * An error of operation `index` as the batch's answer: its problem, with `operation` and the
+ * names in invalidParams prefixed `operations/<index>/`. Server errors stay as they are.
+ */
+function inOperation (error: unknown, index: number): unknown {
+  const failed = error as Error & ProblemExtras & { statusCode?: number }
+  if (typeof failed?.statusCode !== 'number' || failed.statusCode >= 500) return error
+  failed.operation = index
+  if (failed.invalidParams !== undefined) failed.invalidParams = failed.invalidParams.map(param => ({ name: `operations/${index}/${param.name}`, reason: param.reason }))
+  return failed
+}
+
+/**
+ * The checks that need no store, before anything is written: each operation names what its op
+ * needs and nothing else, every resource is served with that op and kept in the first one's
+ * store, every local id is made by an earlier create of the resource where it is used.
+ */
+function checkPlan (operations: readonly Operation[], context: RouteContext, writesOf: (model: ResourceModel) => Writes): Store {
+  const made = new Map<string, ResourceModel>()
+  const first = context.storeOf(context.models.get(operations[0].resource) as ResourceModel)
+  operations.forEach((operation, index) => {
+    const refuse = (member: string, reason: string) => inOperation(withInvalidParams(new BodyInvalidError(), [{ name: member, reason }]), index)
+    const model = context.models.get(operation.resource) as ResourceModel
+    const localId = (member: string, value: unknown, target: ResourceModel) => {
+      if (typeof value !== 'object' || value === null || !('lid' in value)) return
+      const maker = made.get((value as LocalId).lid)
+      if (maker === undefined) throw refuse(member, `names no record an earlier create of this batch made (lid '${(value as LocalId).lid}')`)
+      if (maker !== target) throw refuse(member, `names one of ${maker.name}, where one of ${target.name} is expected`)
+    }
+    if (writesOf(model)[operation.op] === undefined) throw refuse('op', `${model.name} cannot be ${pastOf[operation.op]} here`)
+    if (context.storeOf(model) !== first) throw refuse('resource', `is kept in another store than ${operations[0].resource}; a batch is one transaction of one store`)
+    if (operation.op === 'create') {
+      if (operation.id !== undefined) throw refuse('id', 'is set by the server; name the new record with lid')
+    } else {
+      if (operation.id === undefined) throw refuse('id', `is required by ${operation.op}`)
+      if (operation.lid !== undefined) throw refuse('lid', 'names the record a create makes; use it in id')
+      localId('id', operation.id, model)
+    }
+    if (operation.op === 'delete' && operation.data !== undefined) throw refuse('data', 'is not taken by delete')
+    if (operation.op !== 'delete' && operation.data === undefined) throw refuse('data', `is required by ${operation.op}`)
+    for (const relation of model.relations.values()) {
+      if (relation.kind === 'one') localId(relation.field, operation.data?.[relation.field], relation.target)
+    }
+    if (operation.lid !== undefined) {
+      if (made.has(operation.lid)) throw refuse('lid', `'${operation.lid}' names an earlier create's record already`)
+      made.set(operation.lid, model)
+    }
+  })
+  return first
+}
+
+/** The route handler of `POST {prefix}/batch`; the body is checked here, against the shape and then each operation's schema. */
+export function batchHandler (context: RouteContext, settings: ResolvedBatch, writesOf: (model: ResourceModel) => Writes): RouteHandlerMethod {
+  const models = [...context.models.values()]
+  if (context.models.has('batch')) throw new ResourceInvalidError('batch', 'its path /batch is the batch endpoint\'s; rename the resource or set batch: false')
+  const validateShape = context.ajv.compile(shapeSchema(models.map(model => model.name), settings.maxOperations))
+  const authorize = context.options.auth?.authorize
+  const validators = new Map<string, ValidateFunction>()
+  const callerChecks = new Map<string, ReturnType<typeof callerBodyProblems>>()
+  const keyOf = (model: ResourceModel, op: BatchOp) => `${op} ${model.name}`
+
+  /** The route's own validator of this body, shared with it by Ajv through the schema's $id. */
+  function validatorOf (model: ResourceModel, op: Exclude<BatchOp, 'delete'>): ValidateFunction {
+    const key = keyOf(model, op)
+    let validate = validators.get(key)
+    if (validate === undefined) {
+      const name = schemaNames(model)[bodyNameOf[op]]
+      validate = context.ajv.getSchema(name) ?? context.ajv.compile({ $id: name, ...bodySchemaOf[op](model) })
+      validators.set(key, validate)
+    }
+    return validate
+  }
+
+  function callerCheckOf (model: ResourceModel, op: Exclude<BatchOp, 'delete'>) {
+    const key = keyOf(model, op)
+    if (!callerChecks.has(key)) callerChecks.set(key, callerBodyProblems(model, op, context))
+    return callerChecks.get(key)
+  }
+
+  /** `data` with every local id replaced by the id it stands for, checked as the route checks its body. */
+  function dataOf (operation: Operation, model: ResourceModel, principal: unknown, idOf: (value: unknown) => unknown): Fields | null {
+    if (operation.op === 'delete') return null
+    const data: Fields = { ...operation.data }
+    for (const relation of model.relations.values()) {
+      if (relation.kind === 'one' && data[relation.field] !== undefined) data[relation.field] = idOf(data[relation.field])
+    }
+    const problems = callerCheckOf(model, operation.op)?.(principal, data) ?? null
+    if (problems !== null) throw withInvalidParams(new BodyInvalidError(), problems)
+    const validate = validatorOf(model, operation.op)
+    // Ajv sets `errors` whenever validation fails.
+    if (!validate(data)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validate.errors as ErrorObject[]))
+    return data
+  }
+
+  /** The authorization check of one operation, as its route's check would make it. */
+  async function checkAuthorized (request: FastifyRequest, tx: Store, model: ResourceModel, op: BatchOp, id: string) {
+    if (authorize === undefined) return
+    const { principal } = request
+    const record = op === 'create' ? undefined : (await tx.get(context.views.forCaller(principal)(model), id))?.data ?? null
+    const allowed = await authorize({ principal, resource: model.name, operation: op, method: methodOf[op], id: op === 'create' ? undefined : id, record, request })
+    if (allowed !== true) throw new ForbiddenError(refusalOf(op, model))
+  }
+
+  /** One operation's result, as the contract words it. */
+  function resultOf (op: BatchOp, model: ResourceModel, outcome: Awaited<ReturnType<WriteHandler>>) {
+    if (outcome.record === null) return { status: 204 }
+    const { record, view } = outcome
+    const etag = formatETag(record.version, variantTag(hiddenVariant(view)))
+    const { data } = singleBody(context.envelope, model, project(record.data, readableFields(view)))
+    return op === 'create'
+      ? { status: 201, location: itemPath(context.envelope, model, String(record.data[model.idField])), etag, data }
+      : { status: 200, etag, data }
+  }
+
+  return async function runBatch (request: FastifyRequest) {
+    if (!validateShape(request.body)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateShape.errors as ErrorObject[]).map(pointer))
+    const operations = (request.body as { operations: Operation[] }).operations
+    const store = checkPlan(operations, context, writesOf)
+    const { principal } = request
+    const work = async (tx: Store) => {
+      const ids = new Map<string, string>()
+      const idOf = (value: unknown) => typeof value === 'object' && value !== null ? ids.get((value as LocalId).lid) : value
+      const results = []
+      for (const [index, operation] of operations.entries()) {
+        try {
+          const model = context.models.get(operation.resource) as ResourceModel
+          const id = String(idOf(operation.id) ?? '')
+          const preconditions = { ifMatch: parseTagList(operation.ifMatch, 'ifMatch') }
+          await checkAuthorized(request, tx, model, operation.op, id)
+          const body = dataOf(operation, model, principal, idOf)
+          const write = writesOf(model)[operation.op] as WriteHandler
+          const outcome = await write({ principal, id, body, preconditions, joined: tx })
+          if (operation.lid !== undefined) ids.set(operation.lid, String(outcome.record?.data[model.idField]))
+          results.push(resultOf(operation.op, model, outcome))
+        } catch (error) {
+          throw inOperation(error, index)
+        }
+      }
+      return results
+    }
+    const joined = keyedTransaction(request)
+    const results = await (joined === null ? store.transaction(work) : work(joined))
+    return { data: { results } }
+  }
+}
+
+/** Where a batch runs its Idempotency-Key: in the store of its operations (the first one's; checkPlan refuses others). */
+export function batchStoreOf (context: RouteContext) {
+  return (request: FastifyRequest): Store => {
+    const operations = (request.body as { operations?: Array<{ resource?: unknown }> } | null)?.operations
+    const model = context.models.get(String(operations?.[0]?.resource))
+    return context.storeOf(model ?? [...context.models.values()][0])
+  }
+}
