@@ -1,15 +1,16 @@
 // Idempotency-Key proved by faults (demo-service.md "Safe retries and atomic writes": the replay
 // "holds across restarts (PGlite, PostgreSQL) and across instances sharing a database"), with the
 // demo started as `npm start` starts it, as child processes:
-// - kill -9 in the middle of 40 keyed creates, a restart on the same data, and every request
-//   retried with its key until it gets a 2xx: each record exists exactly once, and each answer a
-//   client had before the kill comes back the same, replayed. On PGlite (a DATA_DIR of its own)
-//   and on PostgreSQL when DATABASE_URL is set (a schema of its own, dropped afterwards), where
-//   the retries go to the restarted instance and to another one that ran all along.
+// - kill -9 in the middle of 40 keyed creates (or 40 keyed batches, each an author and two books
+//   of hers), a restart on the same data, and every request retried with its key until it gets a
+//   2xx: each record exists exactly once, no batch is half applied, and each answer a client had
+//   before the kill comes back the same, replayed. On PGlite (a DATA_DIR of its own) and on
+//   PostgreSQL when DATABASE_URL is set (a schema of its own, dropped afterwards), where the
+//   retries go to the restarted instance and to another one that ran all along.
 // - PostgreSQL: two instances on one database, 200 concurrent requests with one key split across
 //   them, each retried on 409 until it gets a 2xx: one record, one answer that ran, and every
 //   final answer the same.
-// Most of the time is starting demos (node and the TypeScript loader, PGlite): five in all, the
+// Most of the time is starting demos (node and the TypeScript loader, PGlite): seven in all, the
 // two PostgreSQL instances at once. About a minute on two busy cores; the time-outs leave room.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
@@ -25,7 +26,7 @@ import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { openPglite, template } from '../stores/pglite-db.js'
 
-t.setTimeout(200_000)
+t.setTimeout(300_000)
 
 const needsPostgres = process.env.DATABASE_URL === undefined ? 'needs DATABASE_URL' : false
 const write = { authorization: 'Bearer alice-token', 'content-type': 'application/json' }
@@ -95,20 +96,41 @@ async function freshData (t: Tap, store: 'pglite' | 'postgres'): Promise<() => P
 
 interface Answer { readonly status: number, readonly body: string, readonly location: string | null, readonly etag: string | null, readonly replayed: boolean }
 
-/** A keyed create of an author; undefined when the connection failed (the server was killed). */
-async function create (url: string, key: string, name: string): Promise<Answer | undefined> {
+/** What each of the 40 requests is: a keyed write named `name`, answered `status` when it succeeds. */
+interface Kind {
+  readonly what: string
+  readonly path: string
+  readonly status: number
+  body (name: string): unknown
+}
+
+const authorCreate: Kind = { what: 'keyed creates', path: '/v1/authors', status: 201, body: name => ({ name }) }
+const authorBatch: Kind = {
+  what: 'keyed batches',
+  path: '/v1/batch',
+  status: 200,
+  body: name => ({
+    operations: [
+      { op: 'create', resource: 'authors', lid: 'author', data: { name } },
+      ...[1, 2].map(n => ({ op: 'create', resource: 'books', data: { title: `${name} book ${n}`, authorId: { lid: 'author' } } }))
+    ]
+  })
+}
+
+/** A keyed write; undefined when the connection failed (the server was killed). */
+async function send (kind: Kind, url: string, key: string, name: string): Promise<Answer | undefined> {
   try {
-    const res = await fetch(`${url}/v1/authors`, { method: 'POST', headers: { ...write, 'idempotency-key': key }, body: JSON.stringify({ name }) })
+    const res = await fetch(`${url}${kind.path}`, { method: 'POST', headers: { ...write, 'idempotency-key': key }, body: JSON.stringify(kind.body(name)) })
     return { status: res.status, body: await res.text(), location: res.headers.get('location'), etag: res.headers.get('etag'), replayed: res.headers.get('idempotent-replayed') === 'true' }
   } catch {
     return undefined
   }
 }
 
-/** Sends the create, waiting a little after each 409, until it is answered 2xx; any other answer fails the test. */
-async function untilDone (t: Tap, url: string, key: string, name: string): Promise<Answer> {
+/** Sends the write, waiting a little after each 409, until it is answered 2xx; any other answer fails the test. */
+async function untilDone (t: Tap, kind: Kind, url: string, key: string, name: string): Promise<Answer> {
   for (;;) {
-    const res = await create(url, key, name)
+    const res = await send(kind, url, key, name)
     if (res !== undefined && res.status < 300) return res
     if (res?.status !== 409) {
       t.fail(`${key}: answered ${res === undefined ? 'no connection' : `${res.status} ${res.body}`}`)
@@ -121,18 +143,19 @@ async function untilDone (t: Tap, url: string, key: string, name: string): Promi
 /** A short random wait before a retry, so clients that met a 409 together do not all come back together. */
 const backOff = () => sleep(10 + Math.random() * 40)
 
-/** Every author's name, read through the demo page by page. */
-async function names (url: string): Promise<string[]> {
+/** A field of every record of `resource`, read through the demo page by page. */
+async function values (url: string, resource: 'authors' | 'books', field: 'name' | 'title'): Promise<string[]> {
   const all: string[] = []
-  let next: string | undefined = '/v1/authors?pageSize=100'
+  let next: string | undefined = `/v1/${resource}?pageSize=100`
   while (next !== undefined) {
     const res = await fetch(`${url}${next}`, { headers: read })
-    const page = await res.json() as { data: { authors: Array<{ name: string }> }, links: Array<{ rel: string, href: string }> }
-    all.push(...page.data.authors.map(author => author.name))
+    const page = await res.json() as { data: Record<string, Array<Record<string, string>>>, links: Array<{ rel: string, href: string }> }
+    all.push(...page.data[resource].map(record => record[field]))
     next = page.links.find(link => link.rel === 'next')?.href
   }
   return all
 }
+const names = async (url: string) => await values(url, 'authors', 'name')
 
 /** Runs `work` over the items, `width` at a time, in order of the items. */
 async function pooled<T> (items: readonly T[], width: number, work: (item: T) => Promise<void>) {
@@ -143,11 +166,11 @@ async function pooled<T> (items: readonly T[], width: number, work: (item: T) =>
 }
 
 /**
- * Sends 40 keyed creates to `demo`, four at a time, and kills it with SIGKILL soon after 14 are
- * answered (a few more in flight); then `restart`s it on the same data and sends every request
- * again with its key, spread over the restarted demo and `others`, until each is answered 2xx.
+ * Sends 40 keyed writes of `kind` to `demo`, four at a time, and kills it with SIGKILL soon after
+ * 14 are answered (a few more in flight); then `restart`s it on the same data and sends every
+ * request again with its key, spread over the restarted demo and `others`, until each is answered 2xx.
  */
-async function crashAndRetry (t: Tap, demo: Demo, restart: () => Promise<Demo>, others: readonly Demo[] = []) {
+async function crashAndRetry (t: Tap, kind: Kind, demo: Demo, restart: () => Promise<Demo>, others: readonly Demo[] = []): Promise<Demo> {
   const run = randomBytes(4).toString('hex')
   const requests = Array.from({ length: 40 }, (_, i) => ({ key: `"faults-${run}-${i}"`, name: `Faults ${run} ${i}` }))
   const before = new Map<string, Answer>()
@@ -157,7 +180,7 @@ async function crashAndRetry (t: Tap, demo: Demo, restart: () => Promise<Demo>, 
     pooled(requests, 4, async ({ key, name }) => {
       if (killed.yes) return
       sent++
-      const res = await create(demo.url, key, name)
+      const res = await send(kind, demo.url, key, name)
       if (res !== undefined) before.set(key, res)
     }),
     (async () => {
@@ -169,14 +192,15 @@ async function crashAndRetry (t: Tap, demo: Demo, restart: () => Promise<Demo>, 
       await demo.exited
     })()
   ])
-  t.same([...before.values()].filter(res => res.status !== 201), [], `the ${before.size} answers before the kill are 201`)
+  t.same([...before.values()].filter(res => res.status !== kind.status), [], `the ${before.size} answers before the kill are ${kind.status}`)
   t.ok(sent > before.size, `${sent - before.size} requests sent were not answered`)
   t.ok(sent < requests.length, `${requests.length - sent} were not sent before the kill`)
 
-  const urls = [(await restart()).url, ...others.map(other => other.url)]
+  const restarted = await restart()
+  const urls = [restarted.url, ...others.map(other => other.url)]
   const after = new Map<string, Answer>()
   await pooled(requests.map((request, i) => ({ ...request, url: urls[i % urls.length] })), 4, async ({ key, name, url }) => {
-    after.set(key, await untilDone(t, url, key, name))
+    after.set(key, await untilDone(t, kind, url, key, name))
   })
   for (const [key, first] of before) {
     t.same(after.get(key), { ...first, replayed: true }, `${key}: the answer given before the kill, replayed`)
@@ -184,20 +208,26 @@ async function crashAndRetry (t: Tap, demo: Demo, restart: () => Promise<Demo>, 
   const unanswered = requests.filter(({ key }) => !before.has(key))
   const written = unanswered.filter(({ key }) => after.get(key)?.replayed === true).length
   t.comment(`of the ${unanswered.length} requests without an answer before the kill, ${written} had been written (replayed), ${unanswered.length - written} ran after the restart`)
-  t.same(requests.map(({ key }) => after.get(key)?.status), requests.map(() => 201), 'every request ends in a 201')
+  t.same(requests.map(({ key }) => after.get(key)?.status), requests.map(() => kind.status), `every request ends in a ${kind.status}`)
   for (const url of urls) {
     const stored = (await names(url)).filter(name => name.startsWith(`Faults ${run} `)).sort()
-    t.same(stored, requests.map(r => r.name).sort(), `each of the 40 records exists exactly once, seen through ${url}`)
+    t.same(stored, requests.map(r => r.name).sort(), `each of the 40 authors exists exactly once, seen through ${url}`)
+    if (kind !== authorBatch) continue
+    const titles = (await values(url, 'books', 'title')).filter(title => title.startsWith(`Faults ${run} `)).sort()
+    t.same(titles, requests.flatMap(r => [`${r.name} book 1`, `${r.name} book 2`]).sort(), `each batch's two books exist exactly once: no batch is half applied, seen through ${url}`)
   }
-  t.equal(new Set([...after.values()].map(res => res.location)).size, 40, 'each request has a record of its own')
+  t.equal(new Set([...after.values()].map(res => res.body)).size, 40, 'each request has records of its own')
+  return restarted
 }
 
-t.test('PGlite: kill -9 in the middle of 40 keyed creates; after a restart every retry with its key ends in one record', { timeout: 90_000 }, async t => {
-  const start = await freshData(t, 'pglite')
-  await crashAndRetry(t, await start(), start)
-})
+for (const kind of [authorCreate, authorBatch]) {
+  t.test(`PGlite: kill -9 in the middle of 40 ${kind.what}; after a restart every retry with its key ends in one write`, { timeout: 90_000 }, async t => {
+    const start = await freshData(t, 'pglite')
+    await crashAndRetry(t, kind, await start(), start)
+  })
+}
 
-t.test('PostgreSQL: two instances on one database', { skip: needsPostgres, timeout: 100_000 }, async t => {
+t.test('PostgreSQL: two instances on one database', { skip: needsPostgres, timeout: 160_000 }, async t => {
   const start = await freshData(t, 'postgres')
   const [one, two] = await Promise.all([start(), start()])
 
@@ -208,7 +238,7 @@ t.test('PostgreSQL: two instances on one database', { skip: needsPostgres, timeo
     const finals = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
       const url = (i % 2 === 0 ? one : two).url
       for (;;) {
-        const res = await create(url, key, name)
+        const res = await send(authorCreate, url, key, name)
         if (res?.status !== 409) return res
         conflicts++
         await backOff()
@@ -227,7 +257,12 @@ t.test('PostgreSQL: two instances on one database', { skip: needsPostgres, timeo
     }
   })
 
+  let killable = one
   t.test('kill -9 of one in the middle of 40 keyed creates; retried on it restarted and on the other, each ends in one record', async t => {
-    await crashAndRetry(t, one, start, [two])
+    killable = await crashAndRetry(t, authorCreate, killable, start, [two])
+  })
+
+  t.test('kill -9 of one in the middle of 40 keyed batches; retried on it restarted and on the other, no batch is half applied', async t => {
+    killable = await crashAndRetry(t, authorBatch, killable, start, [two])
   })
 })
