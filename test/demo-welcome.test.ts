@@ -38,3 +38,12 @@ t.test('with no tokens it says so and offers /health, which needs none', async t
     '  curl http://127.0.0.1:3000/health'
   ])
 })
+
+t.test('a start that wrote the sample catalogue says so, with what it holds and how to turn it off', async t => {
+  const lines = welcome('http://127.0.0.1:3000', loadConfig({}), 'seeded')
+  t.equal(lines[4], '  Sample:   3 authors, 5 books and 4 reviews written into the empty store (SEED=false skips this)')
+  t.equal(lines[5], '  Tokens (Authorization: Bearer <token>, from API_TOKENS):')
+  for (const outcome of ['not empty', 'written elsewhere', 'off'] as const) {
+    t.notOk(welcome('http://127.0.0.1:3000', loadConfig({}), outcome).some(line => line.includes('Sample')), `${outcome}: no sample line`)
+  }
+})
