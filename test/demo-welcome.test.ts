@@ -1,5 +1,6 @@
 // What `npm start` prints once it listens (demo-service.md, "Starting it"); the default tokens and
 // the printed curl line are checked against the running demo in server.test.ts.
+import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { loadConfig } from '../demo/config.js'
 import { welcome } from '../demo/welcome.js'
@@ -46,4 +47,10 @@ t.test('a start that wrote the sample catalogue says so, with what it holds and 
   for (const outcome of ['not empty', 'written elsewhere', 'off'] as const) {
     t.notOk(welcome('http://127.0.0.1:3000', loadConfig({}), outcome).some(line => line.includes('Sample')), `${outcome}: no sample line`)
   }
+})
+
+t.test('the README shows what a first start prints, as it prints it', async t => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  const shown = /### First run of the demo\n[^]*?```text\n([^]*?)\n```/.exec(readme)?.[1]
+  t.equal(shown, welcome('http://127.0.0.1:3000', loadConfig({}), 'seeded').join('\n'))
 })
