@@ -5,11 +5,13 @@ import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import { Redis } from 'ioredis'
 import apiConventions, { createClientErrorHandler, createFrameworkErrorHandler, defineAuth, genReqId, guardHostRoutes, secretTable } from '../lib/index.js'
-import type { ApiConventionsOptions } from '../lib/index.js'
+import type { ApiConventionsOptions, Store } from '../lib/index.js'
 import { demoResources } from './schemas/index.js'
 import { ConfigError } from './config.js'
 import type { Credential, DemoConfig, Right } from './config.js'
 import { createDemoStore } from './store.js'
+import { sampleCounts, seedWhenEmpty } from './seed.js'
+import type { SeedOutcome } from './seed.js'
 
 /**
  * Who called: a non-secret id (a digest of the credential, the rate-limit key), the right, and the
@@ -67,7 +69,22 @@ async function connectRedis (url: string): Promise<Redis> {
   return redis
 }
 
+/** The demo app, as tests build it: on the configured store as it is, never seeded. */
 export async function buildDemoApp (config: DemoConfig, serverOptions: FastifyServerOptions = {}): Promise<FastifyInstance> {
+  return (await assembleDemoApp(config, serverOptions)).app
+}
+
+/** What `npm start` serves: the demo app, with the sample catalogue written into an empty store unless SEED=false. */
+export async function startDemoApp (config: DemoConfig, serverOptions: FastifyServerOptions = {}): Promise<{ app: FastifyInstance, sample: SeedOutcome | 'off' }> {
+  const { app, store } = await assembleDemoApp(config, serverOptions)
+  if (!config.seed) return { app, sample: 'off' }
+  // A store that fails while it is written stops start-up, and is closed first.
+  const sample = await seedWhenEmpty(store).catch(async (error: unknown) => { await app.close(); throw error })
+  app.log.info({ sample, ...(sample === 'seeded' ? sampleCounts : {}) }, sample === 'seeded' ? 'sample catalogue written (SEED=false turns this off)' : 'sample catalogue not written')
+  return { app, sample }
+}
+
+async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServerOptions): Promise<{ app: FastifyInstance, store: Store }> {
   const app = Fastify({
     genReqId,
     clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }),
@@ -91,5 +108,5 @@ export async function buildDemoApp (config: DemoConfig, serverOptions: FastifySe
     openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.' },
     ...demoSecurityOptions(config, redis)
   })
-  return app
+  return { app, store }
 }

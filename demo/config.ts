@@ -23,6 +23,8 @@ export interface DemoConfig {
   readonly rateLimitMax: number
   readonly rateLimitWindow: string
   readonly redisUrl: string | undefined
+  /** Write the sample catalogue (seed.ts) into an empty store at start-up. */
+  readonly seed: boolean
 }
 
 export class ConfigError extends Error {
@@ -56,7 +58,8 @@ export function loadConfig (env: Env): DemoConfig {
     requireIfMatch: boolean(env, 'REQUIRE_IF_MATCH'),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 1000, 1, Number.MAX_SAFE_INTEGER),
     rateLimitWindow: duration(env.RATE_LIMIT_WINDOW ?? '1 minute'),
-    redisUrl: redis(env.REDIS_URL)
+    redisUrl: redis(env.REDIS_URL),
+    seed: boolean(env, 'SEED', true)
   })
 }
 
@@ -72,8 +75,8 @@ function integer (env: Env, name: string, fallback: number, min: number, max: nu
   return value
 }
 
-function boolean (env: Env, name: string): boolean {
-  const text = nonEmpty(env[name]) ?? 'false'
+function boolean (env: Env, name: string, fallback = false): boolean {
+  const text = nonEmpty(env[name]) ?? String(fallback)
   if (text !== 'true' && text !== 'false') throw new ConfigError(name, `must be true or false, received '${text}'`)
   return text === 'true'
 }

@@ -1,7 +1,7 @@
 // `npm start`: reads the environment, listens, and closes gracefully on SIGTERM/SIGINT
 // (requests in flight finish, then the store closes). A bad setting is one line and exit 1.
 import { loadConfig, ConfigError } from './config.js'
-import { buildDemoApp } from './app.js'
+import { startDemoApp } from './app.js'
 import { welcome } from './welcome.js'
 
 // Slow clients: the headers must arrive within 10 s and the whole request within 30 s,
@@ -19,7 +19,7 @@ async function main () {
   const config = loadConfig(process.env)
   // The log goes through process.stdout, as console.log does, so the welcome printed after the log
   // lines arrives after them (pino's own stdout stream writes asynchronously, overtaken by console.log).
-  const app = await buildDemoApp(config, { logger: { level: process.env.LOG_LEVEL || 'info', stream: process.stdout }, return503OnClosing, ...timeouts })
+  const { app, sample } = await startDemoApp(config, { logger: { level: process.env.LOG_LEVEL || 'info', stream: process.stdout }, return503OnClosing, ...timeouts })
   // Node enforces requestTimeout on bodies only while headersTimeout (default 60 s) is not longer,
   // and checks both only every connectionsCheckingInterval (default 30 s, so 10 s became ~33 s).
   // Node reads these when it starts listening; its types know the interval only as a constructor option.
@@ -59,7 +59,7 @@ async function main () {
     bodyLimit: app.initialConfig.bodyLimit
   }, 'limits')
   // Last, so it is what a person starting the demo sees. console.log, as it is not a log record.
-  console.log(welcome(address, config).join('\n'))
+  console.log(welcome(address, config, sample).join('\n'))
 }
 
 main().catch((error: Error) => {

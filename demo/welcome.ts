@@ -3,6 +3,8 @@
 // rights), and one curl line to try.
 // Plain lines for a person at a terminal, after the JSON log lines meant for machines.
 import type { DemoConfig, Right } from './config.js'
+import { sampleCounts } from './seed.js'
+import type { SeedOutcome } from './seed.js'
 
 const rights: Record<Right, string> = {
   admin: 'every operation; sees every review and moderatorNote',
@@ -10,8 +12,11 @@ const rights: Record<Right, string> = {
   read: 'GET, HEAD and OPTIONS only'
 }
 
-/** The lines to print, for the server listening at `address` (as `app.listen` resolves it). */
-export function welcome (address: string, config: Pick<DemoConfig, 'apiTokens'>): string[] {
+/**
+ * The lines to print, for the server listening at `address` (as `app.listen` resolves it); `sample`
+ * says whether this start wrote the sample catalogue (seed.ts).
+ */
+export function welcome (address: string, config: Pick<DemoConfig, 'apiTokens'>, sample: SeedOutcome | 'off' = 'off'): string[] {
   const api = `${address}/v1`
   const tokens = [...config.apiTokens]
   const width = Math.max(0, ...tokens.map(([token]) => token.length))
@@ -23,6 +28,7 @@ export function welcome (address: string, config: Pick<DemoConfig, 'apiTokens'>)
     `  API:      ${api}`,
     `  Docs:     ${api}/docs  (no token needed)`,
     `  OpenAPI:  ${api}/openapi.json`,
+    ...(sample === 'seeded' ? [`  Sample:   ${sampleCounts.authors} authors, ${sampleCounts.books} books and ${sampleCounts.reviews} reviews written into the empty store (SEED=false skips this)`] : []),
     ...(first === undefined
       ? ['  Tokens:   none (API_TOKENS is empty)', 'Try:', `  curl ${address}/health`]
       : [

@@ -24,7 +24,8 @@ t.test('with no environment every setting takes its documented default', async t
     requireIfMatch: false,
     rateLimitMax: 1000,
     rateLimitWindow: '1 minute',
-    redisUrl: undefined
+    redisUrl: undefined,
+    seed: true
   })
   t.ok(Object.isFrozen(config))
 })
@@ -42,7 +43,8 @@ t.test('every setting is read from its variable', async t => {
     REQUIRE_IF_MATCH: 'true',
     RATE_LIMIT_MAX: '5',
     RATE_LIMIT_WINDOW: ' 30 seconds ',
-    REDIS_URL: 'redis://127.0.0.1:6379'
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    SEED: 'false'
   })
   t.same({ ...config, apiTokens: [...config.apiTokens], apiKeys: [...config.apiKeys] }, {
     port: 8081,
@@ -61,7 +63,8 @@ t.test('every setting is read from its variable', async t => {
     requireIfMatch: true,
     rateLimitMax: 5,
     rateLimitWindow: '30 seconds',
-    redisUrl: 'redis://127.0.0.1:6379'
+    redisUrl: 'redis://127.0.0.1:6379',
+    seed: false
   })
 })
 
@@ -71,8 +74,8 @@ t.test('DATABASE_URL implies STORE=postgres', async t => {
 })
 
 t.test('empty variables mean their defaults', async t => {
-  t.match(loadConfig({ PORT: '', HOST: ' ', DATA_DIR: '', DATABASE_URL: ' ', CURSOR_SECRET: '', REQUIRE_IF_MATCH: '', RATE_LIMIT_MAX: '', REDIS_URL: '' }), {
-    port: 3000, host: '127.0.0.1', store: 'pglite', dataDir: './data', databaseUrl: undefined, cursorSecret: undefined, requireIfMatch: false, rateLimitMax: 1000, redisUrl: undefined
+  t.match(loadConfig({ PORT: '', HOST: ' ', DATA_DIR: '', DATABASE_URL: ' ', CURSOR_SECRET: '', REQUIRE_IF_MATCH: '', RATE_LIMIT_MAX: '', REDIS_URL: '', SEED: '' }), {
+    port: 3000, host: '127.0.0.1', store: 'pglite', dataDir: './data', databaseUrl: undefined, cursorSecret: undefined, requireIfMatch: false, rateLimitMax: 1000, redisUrl: undefined, seed: true
   })
 })
 
@@ -141,6 +144,7 @@ const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
   [{ ALLOWED_ORIGINS: 'https://ok.example.com,app.example.com' }, 'ALLOWED_ORIGINS', /received 'app.example.com'/],
   [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET', /must be at least 16 characters/],
   [{ REQUIRE_IF_MATCH: 'yes' }, 'REQUIRE_IF_MATCH', /must be true or false, received 'yes'/],
+  [{ SEED: 'no' }, 'SEED', /must be true or false, received 'no'/],
   [{ RATE_LIMIT_MAX: '0' }, 'RATE_LIMIT_MAX', /must be an integer from 1 to/],
   [{ RATE_LIMIT_MAX: 'many' }, 'RATE_LIMIT_MAX', /received 'many'/],
   [{ RATE_LIMIT_WINDOW: '1 fortnight' }, 'RATE_LIMIT_WINDOW', /must be a duration such as '1 minute', '30 seconds' or milliseconds, received '1 fortnight'/],

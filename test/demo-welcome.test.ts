@@ -1,5 +1,6 @@
 // What `npm start` prints once it listens (demo-service.md, "Starting it"); the default tokens and
 // the printed curl line are checked against the running demo in server.test.ts.
+import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { loadConfig } from '../demo/config.js'
 import { welcome } from '../demo/welcome.js'
@@ -37,4 +38,19 @@ t.test('with no tokens it says so and offers /health, which needs none', async t
     'Try:',
     '  curl http://127.0.0.1:3000/health'
   ])
+})
+
+t.test('a start that wrote the sample catalogue says so, with what it holds and how to turn it off', async t => {
+  const lines = welcome('http://127.0.0.1:3000', loadConfig({}), 'seeded')
+  t.equal(lines[4], '  Sample:   3 authors, 5 books and 4 reviews written into the empty store (SEED=false skips this)')
+  t.equal(lines[5], '  Tokens (Authorization: Bearer <token>, from API_TOKENS):')
+  for (const outcome of ['not empty', 'written elsewhere', 'off'] as const) {
+    t.notOk(welcome('http://127.0.0.1:3000', loadConfig({}), outcome).some(line => line.includes('Sample')), `${outcome}: no sample line`)
+  }
+})
+
+t.test('the README shows what a first start prints, as it prints it', async t => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  const shown = /### First run of the demo\n[^]*?```text\n([^]*?)\n```/.exec(readme)?.[1]
+  t.equal(shown, welcome('http://127.0.0.1:3000', loadConfig({}), 'seeded').join('\n'))
 })

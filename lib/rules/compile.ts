@@ -11,6 +11,9 @@ import type { ApplicationRules, FieldRule, ResourceRules, RowRule, ServerValue, 
 type Principal = unknown
 
 const ruleKeys = knownKeys({ read: true, write: true, fields: true } satisfies Record<keyof ResourceRules<unknown, unknown>, true>)
+const fieldRuleKeys = knownKeys({ read: true, write: true } satisfies Record<keyof FieldRule<unknown>, true>)
+const serverValueKeys = knownKeys({ on: true, value: true } satisfies Record<keyof ServerValue<unknown, unknown, unknown>, true>)
+const hookKeys = knownKeys({ beforeWrite: true, afterWrite: true } satisfies Record<keyof WriteHooks<unknown, unknown>, true>)
 
 /** A row rule for one caller: the filter text with its placeholders filled in, and that text checked. */
 export interface BoundRule { readonly text: string, readonly filter: FilterNode }
@@ -104,7 +107,7 @@ export function compileRules (model: ResourceModel, definition: ApplicationRules
     const at = `${where}.rules.fields.${name}`
     if (!model.fields.has(name)) throw new ResourceInvalidError(at, 'names no field of the schema')
     if (name === model.idField || model.mandatory.includes(name)) throw new ResourceInvalidError(at, 'the id and required fields are always returned, so they cannot be hidden')
-    for (const key of Object.keys(rule)) if (key !== 'read' && key !== 'write') throw new ResourceInvalidError(at, `unknown key '${key}': read and write are functions of the principal`)
+    refuseUnknownKeys(rule, fieldRuleKeys, at, message => new ResourceInvalidError(at, message))
     fields.set(name, rule)
   }
   const values = new Map<string, ServerValue<unknown, unknown, Principal>>()
@@ -112,14 +115,16 @@ export function compileRules (model: ResourceModel, definition: ApplicationRules
     const at = `${where}.serverValues.${name}`
     const field = model.fields.get(name)
     if (field === undefined || name === model.idField || !field.readOnly) throw new ResourceInvalidError(at, 'must name a read-only field of the schema other than the id (Type.Readonly)')
+    refuseUnknownKeys(value, serverValueKeys, at, message => new ResourceInvalidError(at, message))
     if (value.on !== 'create' && value.on !== 'write') throw new ResourceInvalidError(at, `on must be 'create' or 'write', received ${JSON.stringify(value.on)}`)
     if (value.value === 'now' ? field.type !== 'datetime' : typeof value.value !== 'function') {
       throw new ResourceInvalidError(at, "value must be a function of the write, or 'now' for a date-time field")
     }
     values.set(name, value)
   }
+  refuseUnknownKeys(hooks, hookKeys, `${where}.hooks`, message => new ResourceInvalidError(`${where}.hooks`, message))
   for (const [name, hook] of Object.entries(hooks)) {
-    if ((name !== 'beforeWrite' && name !== 'afterWrite') || typeof hook !== 'function') throw new ResourceInvalidError(`${where}.hooks.${name}`, 'hooks are beforeWrite and afterWrite, each a function of the write')
+    if (typeof hook !== 'function') throw new ResourceInvalidError(`${where}.hooks.${name}`, 'hooks are beforeWrite and afterWrite, each a function of the write')
   }
   const read = rowRule(rules.read, 'read')
   const write = rowRule(rules.write, 'write')

@@ -44,7 +44,8 @@ interface Demo {
 /** Starts `npm start`'s server (demo/server.ts) on a free port; resolves once it listens. */
 async function startDemo (t: Tap, env: Record<string, string>): Promise<Demo> {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
-    env: { ...process.env, STORE: 'memory', DATABASE_URL: '', REDIS_URL: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'faults-secret-0123456789', ...env },
+    // SEED=false: the store starts as the test left it, without the sample catalogue.
+    env: { ...process.env, STORE: 'memory', DATABASE_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'faults-secret-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })

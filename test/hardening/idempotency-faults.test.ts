@@ -41,7 +41,8 @@ process.once('exit', () => { for (const child of running) child.kill('SIGKILL') 
 /** `npm start`'s server (demo/server.ts) on a free port with `env`, added to `started` at once; resolves once it listens. */
 async function startDemo (env: Record<string, string>, started: Demo[]): Promise<Demo> {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
-    env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'idempotency-faults-0123456789', ...env },
+    // SEED=false: the store starts as the test left it, without the sample catalogue.
+    env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'idempotency-faults-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   running.add(child)

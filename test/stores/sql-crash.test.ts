@@ -24,7 +24,8 @@ const auth = { authorization: 'Bearer dev-token', 'content-type': 'application/j
 /** Starts `npm start`'s server on a free port and resolves with its URL once it listens. */
 async function startDemo (t: Tap, env: Record<string, string | undefined>): Promise<{ url: string, child: ChildProcess }> {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
-    env: { ...process.env, STORE: undefined, DATABASE_URL: undefined, REDIS_URL: '', PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'crash-test-secret-0123456789', ...env },
+    // SEED=false: the store starts as the test left it, without the sample catalogue.
+    env: { ...process.env, STORE: undefined, DATABASE_URL: undefined, REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'crash-test-secret-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   t.teardown(() => { child.kill('SIGKILL') })
