@@ -241,7 +241,9 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
     if (!isCallName(name)) {
       const reason = isMatch(name) || quantifierOf(token) !== ''
         ? `${describeCall(token)} is a condition, not a value`
-        : UNSUPPORTED_FUNCTIONS.has(name) ? `the function ${name}() is not supported` : `unknown function '${token.text}'`
+        : name === 'any' || name === 'all'
+          ? `${name}() follows the path of a 'many' relation, e.g. books/${name}(b: …)`
+          : UNSUPPORTED_FUNCTIONS.has(name) ? `the function ${name}() is not supported` : `unknown function '${token.text}'`
       throw syntaxError(reason, token.position)
     }
     const { params, required } = FUNCTIONS[name]
