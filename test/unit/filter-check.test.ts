@@ -239,7 +239,7 @@ t.test('lambdas range over a many relation; paths starting with the variable rea
   })
   accepts(t, 'reviews/any()')
   // Nested: the inner lambda over the outer variable's relation, its predicate reading both variables.
-  t.strictSame(check("reviews/any(r: r/replies/any(p: p/body eq r/body and contains(p/body, title)))"), {
+  t.strictSame(check('reviews/any(r: r/replies/any(p: p/body eq r/body and contains(p/body, title)))'), {
     kind: 'lambda',
     quantifier: 'any',
     path: ['reviews'],
@@ -278,4 +278,3 @@ t.test('lambdas range over a many relation; paths starting with the variable rea
   rejects(t, 'reviews/any(r: r/nope eq 1)', "unknown field 'nope'")
   rejects(t, 'reviews/any(r: r/rating eq title)', "'rating' (a number) cannot be compared with 'title' (a string)")
 })
-
