@@ -82,6 +82,7 @@ t.test('literals by field type', async t => {
   accepts(t, 'rating lt 2')
   rejects(t, 'rating eq true', "'rating' is a number and cannot be compared with true")
   rejects(t, 'rating eq 2023-01-01', "'rating' is a number and cannot be compared with the date 2023-01-01")
+  rejects(t, 'rating eq 2023-01-01T00:00Z', "'rating' is a number and cannot be compared with the date-time 2023-01-01T00:00Z")
   accepts(t, 'available eq false')
   rejects(t, 'available eq 1', "'available' is a boolean and cannot be compared with 1")
   accepts(t, 'published ge 2023-01-01')

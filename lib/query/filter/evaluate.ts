@@ -116,7 +116,8 @@ const asIs: Conversion = { field: same, literal: same }
 const asInstants: Conversion = { field: value => instant(value, true), literal: value => instant(value, false) }
 
 /** A record with no related records: what lambdas see when the caller gives no relations. */
-const noRelations: Relate = () => ({ members: () => [], resolve: () => [], relate: noRelations })
+const nothing = (): readonly never[] => []
+const noRelations: Relate = () => ({ members: nothing, resolve: nothing, relate: noRelations })
 
 /**
  * Compiles the filter into a predicate. `resolve` gives the candidate values of a path for a
