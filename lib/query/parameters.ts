@@ -154,7 +154,16 @@ const total: Entry<boolean> = name => ({
   }
 })
 
-const filterGrammar = 'OData 4.0 filter subset: comparisons eq, ne, gt, ge, lt, le between a field (dotted for a related one) and a literal (\'text\', 12, 1.5, true, null, 2024-05-01); and, or, not; parentheses. Example: year ge 1960 and author.country eq \'NZ\'.'
+const filterGrammar = [
+  'OData 4.01 $filter subset, the same on every store. Comparisons eq, ne, gt, ge, lt, le and `in (…)` between fields, literals and functions;',
+  'and, or, not, parentheses; a boolean alone is a condition (available, not available, true). Paths: author/name or author.name follows',
+  "a relation; books/year gt 1970 on authors holds when any book does. Lambdas on 'many' relations: books/any(b: b/year gt 1970),",
+  'books/all(b: b/rating ge 4), books/any(). Conditions: contains, startswith, endswith. Values: tolower, toupper, trim, concat,',
+  'substring(s, start[, length]), length, indexof (code points, from 0), year, month, day (UTC), now(). Literals: \'text\' (quote doubled),',
+  '12, +42, -1.5, 2.5e1, true, false, null, 2024-05-01, 2024-05-01T10:00:00Z; a date beside a date-time is the instant its day begins',
+  'in UTC. Keywords, operators and function names in any case. Not supported (400): arithmetic, has, $it, @aliases, typed literals.',
+  "Example: year ge 1960 and author.country eq 'NZ'."
+].join(' ')
 const pastEnd = 'Past the end the page is empty.'
 
 /** Each entry's name is its key, so it is written once. */

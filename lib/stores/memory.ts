@@ -5,6 +5,7 @@
 // Transactions run one at a time and undo their writes from a journal when their work throws.
 // Responses kept for Idempotency-Key live in a Map by key, as JSON text, as the SQL store keeps them.
 import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
+import type { Relate } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { hasChildrenError, missingRelatedError } from './referential.js'
@@ -101,19 +102,43 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   function resolvePath (model: ResourceModel, record: Fields, path: readonly string[]): readonly unknown[] {
     if (path.length === 1) return [record[path[0]]]
     const relation = model.relations.get(path[0]) as RelationModel
-    const { target } = relation
-    const shown = target.visible === undefined ? null : visiblePredicate(target)
     if (relation.kind === 'one') {
+      const { target } = relation
       const parent = table(target).rows.get(record[relation.field] as string)
-      if (shown !== null && parent !== undefined && !shown(parent.data)) return [null]
+      if (parent !== undefined && target.visible !== undefined && !visiblePredicate(target)(parent.data)) return [null]
       return [parent?.data[path[1]] ?? null]
     }
+    return childrenOf(model, relation, record).map(child => child[path[1]])
+  }
+
+  /** The visible records of a 'many' relation's target that refer to the record. */
+  function childrenOf (model: ResourceModel, relation: RelationModel, record: Fields): Fields[] {
+    const { target } = relation
+    const shown = target.visible === undefined ? null : visiblePredicate(target)
     const id = record[model.idField]
-    const values: unknown[] = []
+    const children: Fields[] = []
     for (const child of table(target).rows.values()) {
-      if (child.data[relation.field] === id && (shown === null || shown(child.data))) values.push(child.data[path[1]])
+      if (child.data[relation.field] === id && (shown === null || shown(child.data))) children.push(child.data)
     }
-    return values
+    return children
+  }
+
+  /** The 'many' relations of a model, as lambdas range over them (filter/evaluate.ts contract). */
+  function relateOf (model: ResourceModel): Relate {
+    return name => {
+      const relation = model.relations.get(name) as RelationModel
+      const { target } = relation
+      return {
+        members: record => childrenOf(model, relation, record),
+        resolve: (record, path) => resolvePath(target, record, path),
+        relate: relateOf(target)
+      }
+    }
+  }
+
+  /** A filter's predicate on records of `model`. */
+  function compileFor (model: ResourceModel, filter: FilterNode): Predicate {
+    return compilePredicate(filter, (record, path) => resolvePath(model, record, path), relateOf(model))
   }
 
   /**
@@ -129,7 +154,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     let predicates = viewPredicates.get(view)
     if (predicates === undefined) viewPredicates.set(view, predicates = new WeakMap())
     let predicate = predicates.get(filter)
-    if (predicate === undefined) predicates.set(filter, predicate = compilePredicate(filter, (record, path) => resolvePath(view, record, path)))
+    if (predicate === undefined) predicates.set(filter, predicate = compileFor(view, filter))
     return predicate
   }
 
@@ -148,7 +173,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     const shape = JSON.stringify(filter)
     predicate = predicatesByShape.get(shape)
     if (predicate === undefined) {
-      predicate = compilePredicate(filter, (record, path) => resolvePath(model, record, path))
+      predicate = compileFor(model, filter)
       if (predicatesByShape.size >= SHAPES_PER_TABLE) predicatesByShape.clear()
       predicatesByShape.set(shape, predicate)
     }

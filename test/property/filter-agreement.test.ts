@@ -118,7 +118,7 @@ function printLiteral (literal: Literal): string {
 function printOperand (operand: Operand, dot: boolean): string {
   if (operand.kind === 'literal') return printLiteral(operand)
   if (operand.kind === 'field') return operand.path.join(dot ? '.' : '/')
-  return `${operand.name}(${printOperand(operand.args[0], dot)})`
+  return `${operand.name}(${operand.args.map(arg => printOperand(arg, dot)).join(', ')})`
 }
 
 function print (node: FilterNode, dot: boolean, parent = 0): string {
@@ -133,6 +133,7 @@ function print (node: FilterNode, dot: boolean, parent = 0): string {
     case 'compare': return `${printOperand(node.left, dot)} ${node.op} ${printOperand(node.right, dot)}`
     case 'in': return `${printOperand(node.operand, dot)} in (${node.values.map(printLiteral).join(', ')})`
     case 'match': return `${node.name}(${printOperand(node.args[0], dot)}, ${printOperand(node.args[1], dot)})`
+    case 'lambda': throw new Error('books have no many relation: no lambda is generated')
   }
 }
 
@@ -186,6 +187,7 @@ function holds (node: FilterNode, book: Row, authors: Map<unknown, Row>): boolea
       const c = order(a, b)
       return { gt: c > 0, ge: c >= 0, lt: c < 0, le: c <= 0 }[node.op]
     }
+    case 'lambda': throw new Error('books have no many relation: no lambda is generated')
   }
 }
 

@@ -1,7 +1,8 @@
 // The store contract suite (CONTRIBUTING.md "a store"): every
 // backend runs these same assertions, so every query-language result is identical across them.
 // Covers CRUD, versions and compare-and-set, referential 422/409, each filter operator and
-// function, OData null rules, related paths through 'one' and 'many' relations, sorting with
+// function, OData null rules, related paths through 'one' and 'many' relations, any/all lambdas,
+// OData 4.01 forms (booleans alone, keywords in any case, dates beside date-times), sorting with
 // NULL lowest and the id tie-break, offset and keyset windows, totals and getMany; date-times
 // kept as UTC instants to the millisecond, and tolower/toupper with full Unicode case mapping;
 // transactions, and callers' views (model.visible) honoured by every read; responses kept under
@@ -998,6 +999,114 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       ['books/id eq edited/id', ['a3']]
     ]))
 
+    t.test('OData 4.01: a boolean operand alone, its null neither true nor false; literals alone', t => check(t, books, [
+      ['available', ['b01', 'b03', 'b05', 'b07', 'b08']],
+      ['not available', ['b02', 'b06', 'b09']],
+      ['not (available or year eq 2001)', ['b02', 'b06', 'b09']],
+      ['not not available', ['b01', 'b03', 'b05', 'b07', 'b08']],
+      ['available and year gt 2000', ['b01', 'b08']],
+      ['true', all],
+      ['(true)', all],
+      ['false', []],
+      ['null', []],
+      ['not false', all],
+      ['true ne false', all],
+      ['1 gt 2 or year eq 1999', ['b03', 'b09']]
+    ]))
+
+    t.test('OData 4.01: keywords, operators and function names in any case; numbers with a leading +', t => check(t, books, [
+      ["title EQ 'Alpha' AND rating LT 4.55", ['b01']],
+      ['available eq tRUe', ['b01', 'b03', 'b05', 'b07', 'b08']],
+      ['year Eq NULL Or NOT (rating Ne 3)', ['b02', 'b03', 'b07', 'b10']],
+      ["CONTAINS(ToLower(title), 'alp')", ['b01', 'b10']],
+      ['year eq +2001', ['b01', 'b04', 'b10']],
+      ['rating eq +0.3e+1', ['b03', 'b10']],
+      ['rating gt -1.5E+0', ['b01', 'b03', 'b05', 'b06', 'b07', 'b08', 'b10']]
+    ]))
+
+    t.test("OData 4.01: any and all over 'many' relations; the variable reads a member, other paths the record filtered", async t => {
+      await check(t, authors, [
+        ['books/any(b: b/year gt 2005)', ['a2', 'a3']],
+        ['books/all(b: b/rating ge 3)', ['a4']],
+        ['books/all(b: b/year ne null)', ['a2', 'a3', 'a4']],
+        ['books/any()', ['a1', 'a2', 'a3']],
+        ['not books/any()', ['a4']],
+        ['edited/any()', ['a1', 'a2', 'a3', 'a4']],
+        ['books/all(b: b/available)', ['a4']],
+        ['books/any(b: not b/available)', ['a1', 'a3']],
+        ['not books/all(b: b/available)', ['a1', 'a2', 'a3']],
+        ['books/all(b: not b/available)', ['a4']],
+        ['books/all(b: b/available or not b/available)', ['a1', 'a4']],
+        ['not books/any(b: b/year eq null)', ['a2', 'a3', 'a4']],
+        ["books/any(b: b/year eq 2001 and startswith(b/title, 'a'))", ['a3']],
+        ['books/any(b: b/year eq 2001) and books/any(b: b/rating eq 3)', ['a2', 'a3']],
+        ["edited/any(e: e/author/country eq 'NZ')", ['a2']],
+        ['books/any(b: b/editor/name eq name)', ['a3']],
+        ['books/any(b: b/editor/born lt born)', []],
+        ['books/any(b: edited/any(e: e/id eq b/id))', ['a3']],
+        ['books/all(b: edited/any(e: e/year eq b/year))', ['a4']],
+        ["books/any(b: contains(b/title, 'a') and b/author/country eq 'NZ')", ['a1']],
+        ['books/any(b: length(b/title) gt length(name) and b/year eq null)', ['a1']],
+        // The implicit form reads every member too; it stays as it was.
+        ['books/year gt 2005', ['a2', 'a3']]
+      ])
+    })
+
+    t.test('OData 4.01: a date beside a date-time compares as the instant its day begins in UTC', async t => {
+      await check(t, books, [
+        ['author/born gt 1925-01-01T00:00:00.000Z', ['b01', 'b02', 'b07', 'b09']],
+        ['author/born eq 1950-03-01T00:00:00Z', ['b01', 'b02', 'b07', 'b09']],
+        ['author/born eq 1950-03-01T01:00:00+01:00', ['b01', 'b02', 'b07', 'b09']],
+        ['author/born lt 1950-03-01T00:00:00.001Z', ['b01', 'b02', 'b05', 'b06', 'b07', 'b09', 'b10']],
+        ['author/born ge 1950-03-01T00:00:00.001Z', []],
+        ['author/born in (1950-03-01T00:00:00Z, 1899-12-31)', ['b01', 'b02', 'b05', 'b06', 'b07', 'b09', 'b10']],
+        ['author/born lt published', ['b01', 'b06']],
+        ['published gt 2020-01-01', ['b01', 'b04', 'b06']],
+        ['published in (2020-01-01)', []],
+        ['published lt now() and author/born lt now()', ['b01', 'b06']]
+      ])
+      await check(t, authors, [
+        ['born le 1950-03-01T00:00:00-01:00', ['a1', 'a3']],
+        ['books/any(b: b/published ge born)', ['a1', 'a3']]
+      ])
+    })
+
+    t.test('OData 4.01 functions: length, indexof, substring, trim, concat in code points; year, month, day in UTC; now', t => check(t, books, [
+      ['length(title) eq 5', ['b01', 'b06', 'b08', 'b10']],
+      ['length(note) eq null', ['b02', 'b04', 'b05', 'b06', 'b07', 'b08', 'b09', 'b10']],
+      ['not (length(note) eq 1)', ['b02', 'b04', 'b05', 'b06', 'b07', 'b08', 'b09', 'b10']],
+      ["indexof(title, 'a') eq 1", ['b03', 'b07']],
+      ["indexof(title, 'a') eq -1", ['b05', 'b06', 'b08']],
+      ["indexof(title, '') eq 0", all],
+      ["indexof(tolower(title), 'lpha') ge 0", ['b01', 'b10']],
+      ["substring(title, 1) eq 'lpha'", ['b01', 'b10']],
+      ["substring(title, 1, 2) eq 'lp'", ['b01', 'b10']],
+      ["substring(title, -3, 2) eq 'Al'", ['b01']],
+      ["substring(title, 100) eq ''", all],
+      ["substring(title, 2, -1) eq ''", all],
+      ['substring(title, 0, 9999999999999) eq title', all],
+      ["substring(title, year) eq ''", ['b01', 'b03', 'b04', 'b06', 'b08', 'b09', 'b10']],
+      ["toupper(substring(title, 0, 1)) eq 'A'", ['b01', 'b10']],
+      ["trim(concat(' \t', concat(title, '\u3000'))) eq title", all],
+      ["concat(title, note) eq 'Alphan'", ['b01']],
+      ["contains(concat(title, 'x'), 'ax')", ['b01', 'b02', 'b09', 'b10']],
+      ["concat(editor/name, '!') eq 'bob!'", ['b01', 'b07']],
+      ["concat(editor/name, '!') eq null", ['b02', 'b04', 'b06', 'b08', 'b09']],
+      ['length(editor/country) eq null', ['b02', 'b04', 'b05', 'b06', 'b08', 'b09']],
+      ['not (length(editor/country) eq 2)', ['b02', 'b04', 'b05', 'b06', 'b08', 'b09']],
+      ["length('ÉCOLE\u{1D11E}') eq 6 and indexof('a\u{1D11E}b', 'b') eq 2", all],
+      ['year(published) eq 2020', ['b01', 'b04']],
+      ['month(published) eq 6', ['b03']],
+      ['day(published) eq 3', ['b06']],
+      ['year(published) eq 2020.5', []],
+      ['year(author/born) lt 1900', ['b05', 'b06', 'b10']],
+      // Both null where the author's birth date is: null equals null.
+      ['month(author/born) eq day(author/born)', ['b03', 'b04', 'b08']],
+      ['month(2020-02-01T00:30:00+01:00) eq 1 and day(2020-02-01) eq 1', all],
+      ['published lt now()', ['b01', 'b03', 'b04', 'b06']],
+      ['year(now()) gt 2000', all]
+    ]))
+
     const orders: ReadonlyArray<readonly [ResourceModel, string, readonly string[]]> = [
       [books, '', all],
       [books, 'title', ['b01', 'b03', 'b05', 'b09', 'b10', 'b07', 'b02', 'b04', 'b08', 'b06']],
@@ -1183,7 +1292,12 @@ function queryArbitraries () {
     .map(([name, text, part]) => `${name}(${text}, ${part})`)
   const inList = fc.tuple(fc.constantFrom('year', 'rating'), fc.subarray(['1999', '2001', '3', 'null'], { minLength: 1 }))
     .map(([field, values]) => `${field} in (${values.join(', ')})`)
-  const atom = fc.oneof(compare, related, match, inList)
+  // OData 4.01 forms: booleans alone, keywords in capitals, signed numbers, dates beside date-times, value functions.
+  const odata = fc.constantFrom('available', 'true', 'false', "title EQ 'Alpha'", 'year eq +2001', 'rating LT +0.45e+1',
+    'author/born gt 1950-03-01T00:00:00Z', 'editor/born le 1950-03-01T00:00:00.001Z', 'published ge 2020-01-01', 'length(title) gt 4',
+    "indexof(tolower(title), 'a') eq 0", "substring(title, 1, 2) eq 'lp'", "substring(title, year) eq ''", "trim(concat(title, ' ')) eq title",
+    'year(published) eq 2020', 'month(published) lt 7', 'day(author/born) eq 1', "concat(editor/name, note) eq 'bobn'", 'published lt now()')
+  const atom = fc.oneof(compare, related, match, inList, odata)
   const filter: fc.Arbitrary<string> = fc.letrec<{ node: string }>(tie => ({
     node: fc.oneof({ depthSize: 'small', withCrossShrink: true },
       atom,
@@ -1272,10 +1386,20 @@ function authorFilterArbitrary (): fc.Arbitrary<string> {
     fc.constantFrom('eq', 'ne', 'gt', 'lt'))
     .chain(([relation, [field, values], op]) => fc.constantFrom(...values).map(value => `${relation}/${field} ${op} ${value}`))
   const own = fc.constantFrom("country eq 'NZ'", "country ne 'GB'", 'born eq null', "name gt 'Ann'", 'country eq null', 'books/id eq edited/id')
+  // Lambdas: a member's own fields and related ones, the author's fields beside them, one nested lambda.
+  const member = fc.constantFrom('b/year gt 2000', 'b/available', 'b/rating eq null', "startswith(b/title, 'a')", 'b/editor/name eq name',
+    'b/published ge born', 'length(b/title) gt 4', 'edited/any(e: e/year eq b/year)', "b/author/country eq 'NZ'")
+  const predicate: fc.Arbitrary<string> = fc.letrec<{ node: string }>(tie => ({
+    node: fc.oneof({ depthSize: 'small' }, member, fc.tuple(tie('node'), fc.constantFrom('and', 'or'), tie('node')).map(([a, op, b]) => `(${a} ${op} ${b})`), tie('node').map(a => `not (${a})`))
+  })).node
+  const lambda = fc.oneof(
+    fc.tuple(fc.constantFrom('books', 'edited'), fc.constantFrom('any', 'all'), predicate).map(([relation, quantifier, body]) => `${relation}/${quantifier}(b: ${body})`),
+    fc.constantFrom('books/any()', 'edited/any()'))
   return fc.letrec<{ node: string }>(tie => ({
     node: fc.oneof({ depthSize: 'small', withCrossShrink: true },
       related,
       own,
+      lambda,
       fc.tuple(tie('node'), fc.constantFrom('and', 'or'), tie('node')).map(([a, op, b]) => `(${a} ${op} ${b})`),
       tie('node').map(a => `not (${a})`))
   })).node

@@ -93,7 +93,7 @@ t.test('in', async t => {
   })
   t.strictSame(parseFilter("tolower(a) in ('x')"),
     { kind: 'in', operand: { kind: 'call', name: 'tolower', args: [field('a')] }, values: [str('x')] })
-  fails(t, '1 in (1)', 'a comparison needs a field at position 0', 0)
+  t.strictSame(parseFilter('1 in (1)'), { kind: 'in', operand: num(1), values: [num(1)] })
   fails(t, "a in 'x'", "expected '(' after 'in' at position 5", 5)
   fails(t, 'a in ()', "expected a literal in the 'in' list, found ')' at position 6", 6)
   fails(t, 'a in (1,)', "expected a literal in the 'in' list, found ')' at position 8", 8)
@@ -138,15 +138,10 @@ t.test('syntax errors carry the position', async t => {
   fails(t, 'eq 1', "unexpected 'eq' at position 0", 0)
   fails(t, 'a eq 1 b eq 2', "unexpected 'b' at position 7", 7)
   fails(t, "a eq 1 'b'", "unexpected 'b' at position 7", 7)
-  // Keywords are lower case, as in OData; `AND` is a name.
-  fails(t, 'a eq 1 AND b eq 2', "unexpected 'AND' at position 7", 7)
-  t.strictSame(parseFilter('a eq TRUE'), eq(field('a'), field('TRUE')))
   fails(t, 'rating eq', "expected a value after 'eq' at position 9", 9)
   fails(t, 'rating eq and b eq 1', "expected a value after 'eq' at position 10", 10)
-  fails(t, 'a', 'expected a comparison operator, found end of filter at position 1', 1)
   fails(t, 'a b', "expected a comparison operator, found 'b' at position 2", 2)
   fails(t, '(a eq 1', "expected ')' at position 7", 7)
-  fails(t, '1 eq 1', 'a comparison needs a field at position 0', 0)
 })
 
 t.test('lexical errors', async t => {
@@ -191,4 +186,119 @@ t.test('limits', async t => {
   t.equal(parseFilter(chain).kind, 'or')
   // Depth is released when a group closes.
   t.equal(parseFilter('(a eq 1) and (b eq 2)', { maxDepth: 1 }).kind, 'and')
+})
+
+// OData 4.01 as client libraries write it (part 2 §5.1.1, the ABNF's boolCommonExpr, lambdas, keywords).
+const bool = (value: boolean): Literal => ({ kind: 'literal', type: 'boolean', value })
+const isTrue = (operand: Operand): FilterNode => eq(operand, bool(true))
+// Under an odd number of `not`s, so that the negation holds only for false (OData: not null is null).
+const notFalse = (operand: Operand): FilterNode => ({ kind: 'compare', op: 'ne', left: operand, right: bool(false) })
+
+t.test('a boolean operand alone is a condition, true when the value is true', async t => {
+  t.strictSame(parseFilter('true'), isTrue(bool(true)))
+  t.strictSame(parseFilter('(false)'), isTrue(bool(false)))
+  t.strictSame(parseFilter('null'), isTrue({ kind: 'literal', type: 'null', value: null }))
+  t.strictSame(parseFilter('available'), isTrue(field('available')))
+  t.strictSame(parseFilter('author/alive and a eq 1'), { kind: 'and', left: isTrue(field('author', 'alive')), right: a1 })
+  t.strictSame(parseFilter('not available'), { kind: 'not', operand: notFalse(field('available')) })
+  t.strictSame(parseFilter('not (available or b eq 2)'), { kind: 'not', operand: { kind: 'or', left: notFalse(field('available')), right: b2 } })
+  t.strictSame(parseFilter('not not available'), { kind: 'not', operand: { kind: 'not', operand: isTrue(field('available')) } })
+  t.strictSame(parseFilter('true ne false'), { kind: 'compare', op: 'ne', left: bool(true), right: bool(false) })
+  fails(t, '1', "'1' is not a condition at position 0", 0)
+  fails(t, "'x' or a eq 1", "'x' is not a condition at position 0", 0)
+  fails(t, 'a b', "expected a comparison operator, found 'b' at position 2", 2)
+  fails(t, 'not available eq true', "expected '(' after 'not' at position 4", 4)
+})
+
+t.test('keywords, operators and function names are case-insensitive (4.01); fields are not', async t => {
+  t.strictSame(parseFilter("title EQ 'Milk' AND rating LT 2.55"), {
+    kind: 'and',
+    left: eq(field('title'), str('Milk')),
+    right: { kind: 'compare', op: 'lt', left: field('rating'), right: num(2.55) }
+  })
+  t.strictSame(parseFilter('a eq tRUe'), eq(field('a'), bool(true)))
+  t.strictSame(parseFilter('a Eq NULL or NOT (b Ne FaLsE)'), {
+    kind: 'or',
+    left: eq(field('a'), { kind: 'literal', type: 'null', value: null }),
+    right: { kind: 'not', operand: { kind: 'compare', op: 'ne', left: field('b'), right: bool(false) } }
+  })
+  t.strictSame(parseFilter("CONTAINS(Title, 'x') Or ToLower(A) IN ('y')"), {
+    kind: 'or',
+    left: { kind: 'match', name: 'contains', args: [field('Title'), str('x')] },
+    right: { kind: 'in', operand: { kind: 'call', name: 'tolower', args: [field('A')] }, values: [str('y')] }
+  })
+  t.strictSame(parseFilter('books/ANY(B: B/year eq 1)'), { kind: 'lambda', quantifier: 'any', path: ['books'], variable: 'B', predicate: eq(field('B', 'year'), num(1)) })
+})
+
+t.test('numbers may carry a leading +', async t => {
+  t.strictSame(literal('+42'), num(42))
+  t.strictSame(literal('+0.314e+1'), num(3.14))
+  t.strictSame(literal('-0.5E+1'), num(-5))
+  fails(t, 'a eq +x', "unexpected character '+' at position 5", 5)
+  fails(t, 'a eq -+5', "unexpected character '-' at position 5", 5)
+})
+
+t.test('lambda operators: any and all over a path, with a variable the predicate reads', async t => {
+  const gt = (left: Operand, right: Operand): FilterNode => ({ kind: 'compare', op: 'gt', left, right })
+  t.strictSame(parseFilter('books/any(b: b/year gt 1970)'),
+    { kind: 'lambda', quantifier: 'any', path: ['books'], variable: 'b', predicate: gt(field('b', 'year'), num(1970)) })
+  t.strictSame(parseFilter('books/all(b:b/rating ge 4 and b/available)'), {
+    kind: 'lambda',
+    quantifier: 'all',
+    path: ['books'],
+    variable: 'b',
+    predicate: { kind: 'and', left: { kind: 'compare', op: 'ge', left: field('b', 'rating'), right: num(4) }, right: isTrue(field('b', 'available')) }
+  })
+  t.strictSame(parseFilter('books/any()'), { kind: 'lambda', quantifier: 'any', path: ['books'], variable: '', predicate: null })
+  t.strictSame(parseFilter('not books/any()'), { kind: 'not', operand: { kind: 'lambda', quantifier: 'any', path: ['books'], variable: '', predicate: null } })
+  // A lambda's predicate counts its `not`s afresh: its members pass when it is true.
+  t.strictSame(parseFilter('not books/any(b: b/available)'),
+    { kind: 'not', operand: { kind: 'lambda', quantifier: 'any', path: ['books'], variable: 'b', predicate: isTrue(field('b', 'available')) } })
+  t.strictSame(parseFilter('a/b/any(c: c/d/all(e: not e/f))'), {
+    kind: 'lambda',
+    quantifier: 'any',
+    path: ['a', 'b'],
+    variable: 'c',
+    predicate: { kind: 'lambda', quantifier: 'all', path: ['c', 'd'], variable: 'e', predicate: { kind: 'not', operand: notFalse(field('e', 'f')) } }
+  })
+  fails(t, 'books/all()', "expected a lambda variable after 'books/all(', e.g. books/all(x: …) at position 10", 10)
+  fails(t, 'books/any(: true)', "expected a lambda variable after 'books/any(', e.g. books/any(x: …) at position 10", 10)
+  fails(t, 'books/any(and: true)', "expected a lambda variable after 'books/any(', e.g. books/any(x: …) at position 10", 10)
+  fails(t, 'books/any(b b/x)', "expected ':' after the lambda variable 'b' at position 12", 12)
+  fails(t, 'books/any(b: b/x', "expected ')' at position 16", 16)
+  fails(t, 'books/any(b: b/x) eq true', 'books/any() is a condition and cannot be compared at position 18', 18)
+  fails(t, 'a eq books/any(b: b/x)', 'books/any() is a condition, not a value at position 5', 5)
+  fails(t, 'any(b: b/x)', "any() follows the path of a 'many' relation, e.g. books/any(b: …) at position 0", 0)
+  fails(t, 'books/any(b: books/all(c: c/x))', 'filter nests deeper than 1 levels at position 13', 13, { maxDepth: 1 })
+})
+
+t.test('value functions take their number of arguments', async t => {
+  const call = (name: string, ...args: Operand[]): Operand => ({ kind: 'call', name, args } as Operand)
+  t.strictSame(parseFilter('length(a) gt 1'), { kind: 'compare', op: 'gt', left: call('length', field('a')), right: num(1) })
+  t.strictSame(parseFilter("indexof(a, 'x') eq 0"), eq(call('indexof', field('a'), str('x')), num(0)))
+  t.strictSame(parseFilter("substring(a, 1) eq 'x'"), eq(call('substring', field('a'), num(1)), str('x')))
+  t.strictSame(parseFilter("substring(a, 1, 2) eq 'x'"), eq(call('substring', field('a'), num(1), num(2)), str('x')))
+  t.strictSame(parseFilter("trim(concat(a, 'x')) eq 'x'"), eq(call('trim', call('concat', field('a'), str('x'))), str('x')))
+  t.strictSame(parseFilter('year(a) eq month(b)'), eq(call('year', field('a')), call('month', field('b'))))
+  t.strictSame(parseFilter('day(a) lt 3'), { kind: 'compare', op: 'lt', left: call('day', field('a')), right: num(3) })
+  t.strictSame(parseFilter('a lt now()'), { kind: 'compare', op: 'lt', left: field('a'), right: call('now') })
+  fails(t, 'now(a) eq 1', "expected ')' at position 4", 4)
+  fails(t, "substring(a) eq 'x'", "expected ',' at position 11", 11)
+  fails(t, "substring(a, 1, 2, 3) eq 'x'", "expected ')' at position 17", 17)
+  fails(t, "concat(a, ) eq 'x'", "expected a value after ',' at position 10", 10)
+})
+
+t.test('OData constructs not supported are refused by name', async t => {
+  fails(t, 'price add 1 gt 5', "arithmetic operators ('add') are not supported at position 6", 6)
+  fails(t, 'price DIVBY 2 gt 5', "arithmetic operators ('divby') are not supported at position 6", 6)
+  fails(t, "style has Sales.Pattern'Yellow'", "the 'has' operator is not supported at position 6", 6)
+  fails(t, 'round(price) eq 3', 'the function round() is not supported at position 0', 0)
+  fails(t, 'hour(at) eq 3', 'the function hour() is not supported at position 0', 0)
+  fails(t, '$it/year eq 1', "'$it' is not supported at position 0", 0)
+  fails(t, 'a eq $root', "'$root' is not supported at position 5", 5)
+  fails(t, 'a eq @p', "parameter aliases ('@p') are not supported at position 5", 5)
+  fails(t, 'a eq $', "unexpected character '$' at position 5", 5)
+  fails(t, "a eq duration'P1D'", "typed literals (duration'…') are not supported at position 5", 5)
+  // Only a name directly followed by a string is a typed literal.
+  t.strictSame(parseFilter("a eq'x'"), eq(field('a'), str('x')))
 })

@@ -1,4 +1,4 @@
-// Tokenizer for `filter=` (spec "Advanced filtering (`filter`)", OData 4.0 $filter subset): literals,
+// Tokenizer for `filter=` (spec "Advanced filtering (`filter`)", OData 4.01 $filter subset): literals,
 // property paths and punctuation, each with its character offset so errors can point at it.
 import type { Literal } from './ast.js'
 import { isDate, isDateTime } from '../../values/iso-date.js'
@@ -19,8 +19,10 @@ export function syntaxError (message: string, position: number): FilterSyntaxErr
   return new FilterSyntaxError(`${message} at position ${position}`, position)
 }
 
+export type Punct = '(' | ')' | ',' | ':'
+
 export type Token =
-  | { readonly kind: 'punct', readonly text: '(' | ')' | ',', readonly position: number }
+  | { readonly kind: 'punct', readonly text: Punct, readonly position: number }
   /** An identifier or a path (`author/name`, `author.name`); keywords are names too. */
   | { readonly kind: 'name', readonly text: string, readonly path: readonly string[], readonly position: number }
   | { readonly kind: 'literal', readonly text: string, readonly literal: Literal, readonly position: number }
@@ -29,9 +31,12 @@ export type Token =
 // Sticky patterns, tried at the current offset. DATE_LIKE is deliberately loose after the `T`
 // so that a malformed date-time is reported as one token rather than as stray characters.
 const DATE_LIKE = /\d{4}-\d{2}-\d{2}(?:T[\d:.+\-Z]*)?/y
-const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+// OData's decimalValue: a sign, `+` too (sent as %2B: a bare `+` in a query string is a space).
+const NUMBER = /[-+]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y
 const NAME = /[A-Za-z_]\w*(?:[/.][A-Za-z_]\w*)*/y
 const WORD_CHAR = /\w/
+// `$it`, `$root`, `$this` and `@alias`: OData names the lexer knows only to refuse by name.
+const SPECIAL = /[$@]\w*/y
 
 function matchAt (pattern: RegExp, text: string, position: number): string | undefined {
   pattern.lastIndex = position
@@ -52,7 +57,7 @@ export function tokenize (text: string): Token[] {
     const c = text[i]
     if (c === ' ' || c === '\t') {
       i++
-    } else if (c === '(' || c === ')' || c === ',') {
+    } else if (c === '(' || c === ')' || c === ',' || c === ':') {
       tokens.push({ kind: 'punct', text: c, position: i })
       i++
     } else if (c === "'") {
@@ -101,10 +106,15 @@ function readWord (text: string, start: number): Token {
   }
   const name = matchAt(NAME, text, start)
   if (name !== undefined) {
-    const literal = KEYWORD_LITERALS.get(name)
+    // OData 4.01 keywords are case-insensitive: `TRUE`, `Null`.
+    const literal = KEYWORD_LITERALS.get(name.toLowerCase())
     return literal === undefined
       ? { kind: 'name', text: name, path: name.split(/[/.]/), position: start }
       : { kind: 'literal', text: name, literal, position: start }
+  }
+  const special = matchAt(SPECIAL, text, start)
+  if (special !== undefined && special.length > 1) {
+    throw syntaxError(special.startsWith('@') ? `parameter aliases ('${special}') are not supported` : `'${special}' is not supported`, start)
   }
   // Spread splits by code point, so a character outside the BMP is quoted whole.
   throw syntaxError(`unexpected character '${[...text.slice(start, start + 2)][0]}'`, start)

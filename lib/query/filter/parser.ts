@@ -1,7 +1,9 @@
-// Recursive-descent parser for `filter=` (spec "Advanced filtering (`filter`)"): the OData 4.0
-// $filter subset plus 4.01 `in`, into the AST of ast.ts. Syntax only; check.ts knows the fields.
+// Recursive-descent parser for `filter=` (spec "Advanced filtering (`filter`)"): the OData 4.01
+// $filter subset, into the AST of ast.ts. Syntax only; check.ts knows the fields and types.
+import { FUNCTIONS, isCallName } from './ast.js'
 import type { ComparisonOperator, FilterNode, Literal, Operand } from './ast.js'
-import { FilterSyntaxError, syntaxError, tokenize, type Token } from './lexer.js'
+import { FilterSyntaxError, syntaxError, tokenize } from './lexer.js'
+import type { Punct, Token } from './lexer.js'
 
 export { FilterSyntaxError }
 
@@ -13,21 +15,31 @@ export interface FilterLimits {
 }
 
 type MatchName = 'contains' | 'startswith' | 'endswith'
-type CallName = 'tolower' | 'toupper'
 
 const isComparison = (word: string): word is ComparisonOperator =>
   ['eq', 'ne', 'gt', 'ge', 'lt', 'le'].includes(word)
 const isMatch = (word: string): word is MatchName => ['contains', 'startswith', 'endswith'].includes(word)
-const isCall = (word: string): word is CallName => word === 'tolower' || word === 'toupper'
 // Operators cannot be field names; reading one where a value belongs is always a mistake.
 const isOperator = (word: string): boolean => isComparison(word) || ['and', 'or', 'not', 'in'].includes(word)
+const ARITHMETIC = new Set(['add', 'sub', 'mul', 'div', 'divby', 'mod'])
+// OData 4.01 canonical functions (part 2 §5.1.1) this parser does not take: refused by name.
+const UNSUPPORTED_FUNCTIONS = new Set(['matchespattern', 'hour', 'minute', 'second', 'fractionalseconds', 'totalseconds',
+  'date', 'time', 'totaloffsetminutes', 'mindatetime', 'maxdatetime', 'round', 'floor', 'ceiling', 'cast', 'isof',
+  'hassubset', 'hassubsequence', 'case'])
 
-/** The single identifier a token spells, or '' when it is not a plain name. */
+/** The single identifier a token spells, lower-cased (OData 4.01 keywords and function names are case-insensitive), or '' when it is not a plain name. */
 function wordOf (token: Token): string {
-  return token.kind === 'name' && token.path.length === 1 ? token.path[0] : ''
+  return token.kind === 'name' && token.path.length === 1 ? token.path[0].toLowerCase() : ''
 }
 
-function isPunct (token: Token, text: '(' | ')' | ','): boolean {
+/** 'any' or 'all' when the token is a lambda's path, `books/any`; else ''. */
+function quantifierOf (token: Token): string {
+  if (token.kind !== 'name' || token.path.length < 2) return ''
+  const last = (token.path.at(-1) as string).toLowerCase()
+  return last === 'any' || last === 'all' ? last : ''
+}
+
+function isPunct (token: Token, text: Punct): boolean {
   return token.kind === 'punct' && token.text === text
 }
 
@@ -37,9 +49,18 @@ function describe (token: Token): string {
   return token.kind === 'literal' && token.literal.type === 'string' ? token.text : `'${token.text}'`
 }
 
+const TRUE: Literal = { kind: 'literal', type: 'boolean', value: true }
+const FALSE: Literal = { kind: 'literal', type: 'boolean', value: false }
+
 /**
  * Parses filter text. Precedence, tightest first: `not`, comparisons, `and`, `or`; `and` and `or`
  * associate to the left. Limits bound the work done for one request and the recursion depth.
+ *
+ * A boolean operand alone is a condition (OData boolCommonExpr), true when its value is true.
+ * Its null is neither true nor false, so `not available` must not select a null: the parser
+ * writes the operand as `x eq true`, or under an odd number of `not`s as `x ne false`, whose
+ * negation holds only for false. A lambda's predicate counts its `not`s afresh (its members
+ * pass when it is true).
  */
 export function parseFilter (text: string, limits: FilterLimits = {}): FilterNode {
   const maxLength = limits.maxLength ?? 2000
@@ -51,12 +72,14 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
   // Every recursive rule goes through enter(), so maxDepth also bounds the parser's stack.
   // and/or chains are read in a loop and do not count: a flat list of 40 `or`s is not nested.
   let depth = 0
+  /** `not`s around the condition being read, within the innermost lambda. */
+  let negations = 0
 
   const peek = (): Token => tokens[index]
   const enter = (token: Token): void => {
     if (++depth > maxDepth) throw syntaxError(`filter nests deeper than ${maxDepth} levels`, token.position)
   }
-  const expect = (punct: '(' | ')' | ',', context = ''): void => {
+  const expect = (punct: Punct, context = ''): void => {
     const token = peek()
     if (!isPunct(token, punct)) throw syntaxError(`expected '${punct}'${context}`, token.position)
     index++
@@ -85,12 +108,13 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
     if (wordOf(token) !== 'not') return parsePrimary()
     index++
     enter(token)
+    negations++
     // `not` binds tighter than comparisons, so `not x eq 1` would mean `(not x) eq 1`; rather than
-    // guess, accept only operands that are already conditions.
+    // guess, accept only operands that are already conditions: a boolean operand stands alone.
     const next = peek()
-    const isCondition = isPunct(next, '(') || wordOf(next) === 'not' || (isMatch(wordOf(next)) && isCallAt(index))
-    if (!isCondition) throw syntaxError("expected '(' after 'not'", next.position)
-    const operand = parseUnary()
+    const isCondition = isPunct(next, '(') || wordOf(next) === 'not' || isConditionCallAt(index)
+    const operand = isCondition ? parseUnary() : parseComparison(next)
+    negations--
     depth--
     return { kind: 'not', operand }
   }
@@ -105,41 +129,75 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
       depth--
       return inner
     }
-    const name = wordOf(token)
-    if (isMatch(name) && isCallAt(index)) {
-      index += 2
-      enter(token)
-      const first = parseOperand("'('")
-      expect(',')
-      const second = parseOperand("','")
-      expect(')')
-      depth--
-      const after = peek()
-      if (isComparison(wordOf(after))) {
-        throw syntaxError(`${name}() is a condition and cannot be compared`, after.position)
-      }
-      return { kind: 'match', name, args: [first, second] }
+    if (!isConditionCallAt(index)) return parseComparison()
+    enter(token)
+    const node = quantifierOf(token) === '' ? parseMatch() : parseLambda()
+    depth--
+    const after = peek()
+    if (isComparison(wordOf(after))) {
+      throw syntaxError(`${describeCall(token)} is a condition and cannot be compared`, after.position)
     }
-    return parseComparison()
+    return node
   }
 
-  function parseComparison (): FilterNode {
+  function parseMatch (): FilterNode {
+    const name = wordOf(peek()) as MatchName
+    index += 2
+    const first = parseOperand("'('")
+    expect(',')
+    const second = parseOperand("','")
+    expect(')')
+    return { kind: 'match', name, args: [first, second] }
+  }
+
+  /** `path/any()`, `path/any(v: predicate)`, `path/all(v: predicate)` (OData 4.01 part 2 §5.1.1.13). */
+  function parseLambda (): FilterNode {
+    const token = peek() as Extract<Token, { kind: 'name' }>
+    const quantifier = quantifierOf(token) as 'any' | 'all'
+    const path = token.path.slice(0, -1)
+    index += 2
+    if (quantifier === 'any' && isPunct(peek(), ')')) {
+      index++
+      return { kind: 'lambda', quantifier, path, variable: '', predicate: null }
+    }
+    const variableToken = peek()
+    const variable = wordOf(variableToken) === '' || isOperator(wordOf(variableToken)) ? '' : (variableToken as Extract<Token, { kind: 'name' }>).text
+    if (variable === '') throw syntaxError(`expected a lambda variable after '${token.text}(', e.g. ${token.text}(x: …)`, variableToken.position)
+    index++
+    expect(':', ` after the lambda variable '${variable}'`)
+    const outer = negations
+    negations = 0
+    const predicate = parseOr()
+    negations = outer
+    expect(')')
+    return { kind: 'lambda', quantifier, path, variable, predicate }
+  }
+
+  /** `after`: when given, the `not` whose operand this is: only a boolean operand alone may follow it. */
+  function parseComparison (after?: Token): FilterNode {
     const start = peek()
     const left = parseOperand()
     const opToken = peek()
     const op = wordOf(opToken)
+    const standsAlone = opToken.kind === 'end' || isPunct(opToken, ')') || op === 'and' || op === 'or'
+    if (after !== undefined && !standsAlone) throw syntaxError("expected '(' after 'not'", after.position)
     if (op === 'in') {
-      if (left.kind === 'literal') throw syntaxError('a comparison needs a field', start.position)
       index++
       return { kind: 'in', operand: left, values: parseList() }
     }
-    if (!isComparison(op)) throw syntaxError(`expected a comparison operator, found ${describe(opToken)}`, opToken.position)
-    index++
-    const right = parseOperand(`'${op}'`)
-    if (left.kind === 'literal' && right.kind === 'literal') {
-      throw syntaxError('a comparison needs a field', start.position)
+    if (isComparison(op)) {
+      index++
+      return { kind: 'compare', op, left, right: parseOperand(`'${op}'`) }
     }
-    return { kind: 'compare', op, left, right }
+    if (standsAlone) {
+      if (left.kind === 'literal' && left.type !== 'boolean' && left.type !== 'null') throw syntaxError(`${describe(start)} is not a condition`, start.position)
+      return negations % 2 === 0
+        ? { kind: 'compare', op: 'eq', left, right: TRUE }
+        : { kind: 'compare', op: 'ne', left, right: FALSE }
+    }
+    if (ARITHMETIC.has(op)) throw syntaxError(`arithmetic operators ('${op}') are not supported`, opToken.position)
+    if (op === 'has') throw syntaxError("the 'has' operator is not supported", opToken.position)
+    throw syntaxError(`expected a comparison operator, found ${describe(opToken)}`, opToken.position)
   }
 
   function parseList (): Literal[] {
@@ -157,7 +215,7 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
     return values
   }
 
-  /** A literal, a field or tolower/toupper; `after` names what precedes it, for the message. */
+  /** A literal, a field or a value function; `after` names what precedes it, for the message. */
   function parseOperand (after?: string): Operand {
     const token = peek()
     if (token.kind === 'literal') {
@@ -165,31 +223,57 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
       return token.literal
     }
     if (token.kind === 'name' && !isOperator(wordOf(token))) {
-      if (!isCallAt(index)) {
+      const next = tokens[index + 1]
+      if (next.kind === 'literal' && next.literal.type === 'string' && next.position === token.position + token.text.length) {
+        throw syntaxError(`typed literals (${token.text}'…') are not supported`, token.position)
+      }
+      if (!isPunct(next, '(')) {
         index++
         return { kind: 'field', path: token.path }
       }
-      const name = token.text
-      if (!isCall(name)) {
-        throw syntaxError(isMatch(name) ? `${name}() is a condition, not a value` : `unknown function '${name}'`, token.position)
-      }
-      index += 2
-      enter(token)
-      const arg = parseOperand("'('")
-      expect(')')
-      depth--
-      return { kind: 'call', name, args: [arg] }
+      return parseCall(token)
     }
     throw syntaxError(after === undefined ? `unexpected ${describe(token)}` : `expected a value after ${after}`, token.position)
   }
 
-  /** A plain name directly followed by '(' (the end token is last, so index + 1 exists). */
-  function isCallAt (at: number): boolean {
-    return wordOf(tokens[at]) !== '' && isPunct(tokens[at + 1], '(')
+  function parseCall (token: Extract<Token, { kind: 'name' }>): Operand {
+    const name = wordOf(token)
+    if (!isCallName(name)) {
+      const reason = isMatch(name) || quantifierOf(token) !== ''
+        ? `${describeCall(token)} is a condition, not a value`
+        : name === 'any' || name === 'all'
+          ? `${name}() follows the path of a 'many' relation, e.g. books/${name}(b: …)`
+          : UNSUPPORTED_FUNCTIONS.has(name) ? `the function ${name}() is not supported` : `unknown function '${token.text}'`
+      throw syntaxError(reason, token.position)
+    }
+    const { params, required } = FUNCTIONS[name]
+    index += 2
+    enter(token)
+    const args: Operand[] = []
+    for (let i = 0; i < params.length; i++) {
+      if (i >= required && isPunct(peek(), ')')) break
+      if (i > 0) expect(',')
+      args.push(parseOperand(i === 0 ? "'('" : "','"))
+    }
+    expect(')')
+    depth--
+    return { kind: 'call', name, args }
+  }
+
+  /** A name directly followed by '(' that reads as a condition: contains(), startswith(), endswith() or a lambda. */
+  function isConditionCallAt (at: number): boolean {
+    const token = tokens[at]
+    // The end token is last, so at + 1 exists.
+    return (isMatch(wordOf(token)) || quantifierOf(token) !== '') && isPunct(tokens[at + 1], '(')
   }
 
   const node = parseOr()
   const rest = peek()
   if (rest.kind !== 'end') throw syntaxError(`unexpected ${describe(rest)}`, rest.position)
   return node
+}
+
+/** `contains()`, `books/any()`: a call as messages name it. */
+function describeCall (token: Token): string {
+  return `${token.text}()`
 }

@@ -1,8 +1,9 @@
 // ListQuery → one parameterized SELECT per page, run by the database (spec "Advanced filtering",
 // "Sorting", "Paging"). Results equal the memory store's: OData null rules with two-valued logic,
 // related paths with the same candidate semantics, NULL lowest in every order, keyset windows.
-import { compilePredicate } from '../../query/filter/evaluate.js'
-import type { FilterNode, Literal, Operand } from '../../query/filter/ast.js'
+import { compilePredicate, TRIMMED } from '../../query/filter/evaluate.js'
+import { FUNCTIONS } from '../../query/filter/ast.js'
+import type { FieldRef, FilterNode, Lambda, Literal, Operand, ValueCall } from '../../query/filter/ast.js'
 import type { FieldType, RelationModel, ResourceModel } from '../../registry/model.js'
 import type { ListQuery, SortKey } from '../store.js'
 import { ident, join, raw, sql } from './sql.js'
@@ -141,7 +142,7 @@ function beyond (keys: readonly Key[]): Sql {
  * A view's own `visible` is compiled on the table's model: it speaks of stored records.
  */
 export function compileFilter (table: Table, filter: FilterNode, context: CompileContext, model: ResourceModel = table.model): Sql {
-  return condition({ context, aliases: 0 }, table, MAIN, model, filter)
+  return condition({ context, aliases: 0 }, [{ table, alias: MAIN, model }], filter)
 }
 
 /** What the conditions of one statement share: every subquery takes the next alias, `t1`, `t2`… */
@@ -150,8 +151,14 @@ interface Scope {
   aliases: number
 }
 
-/** `filter` on `table` aliased `alias`, its paths through the relations of `model`. */
-function condition (scope: Scope, table: Table, alias: string, model: ResourceModel, filter: FilterNode): Sql {
+/** A table paths read from: the one filtered (frame 0), then the member each enclosing lambda binds. */
+interface Frame { readonly table: Table, readonly alias: string, readonly model: ResourceModel }
+
+/** A related table joined to a frame: its alias and the conditions tying its rows to the frame's row. */
+interface Joined { readonly target: Table, readonly name: string, readonly conditions: Sql[] }
+
+/** `filter` (negated when asked) on the frames' tables, its paths through the relations of their models. */
+function condition (scope: Scope, frames: readonly Frame[], filter: FilterNode, negate = false): Sql {
   const { context } = scope
   const logic = (node: FilterNode, negated: boolean): Sql => {
     switch (node.kind) {
@@ -162,9 +169,34 @@ function condition (scope: Scope, table: Table, alias: string, model: ResourceMo
       }
       case 'not':
         return logic(node.operand, !negated)
+      case 'lambda':
+        return lambda(node, negated)
       default:
         return atom(node, negated)
     }
+  }
+
+  /** The rows of `relation` from the frame's row; a hidden target row is none. */
+  const related = (frame: Frame, relation: RelationModel): Joined => {
+    const target = context.tableOf(relation.target)
+    const name = `t${++scope.aliases}`
+    const correlation = relation.kind === 'one'
+      ? sql`${ident(name, target.id.name)} = ${ident(frame.alias, column(frame.table, relation.field).name)}`
+      : sql`${ident(name, column(target, relation.field).name)} = ${ident(frame.alias, frame.table.id.name)}`
+    const { visible } = relation.target
+    const conditions = visible === undefined ? [correlation] : [correlation, condition(scope, [{ table: target, alias: name, model: target.model }], visible)]
+    return { target, name, conditions }
+  }
+
+  /** any: some member passes (EXISTS); all: no member fails to pass (NOT EXISTS of the negation). */
+  const lambda = (node: Lambda, negated: boolean): Sql => {
+    const frame = frames[node.scope ?? 0]
+    const relation = relationOf(frame.model, node.path)
+    const { target, name, conditions } = related(frame, relation)
+    const all = node.quantifier === 'all'
+    if (node.predicate !== null) conditions.push(condition(scope, [...frames, { table: target, alias: name, model: relation.target }], node.predicate, all))
+    const exists = sql`EXISTS (SELECT 1 FROM ${target.ref} AS ${ident(name)} WHERE ${join(conditions, ' AND ')})`
+    return all !== negated ? sql`NOT ${exists}` : exists
   }
 
   /**
@@ -174,75 +206,125 @@ function condition (scope: Scope, table: Table, alias: string, model: ResourceMo
    */
   const atom = (node: Atom, negated: boolean): Sql => {
     const paths = fieldPaths(node)
-    const lonelyOne = paths.length === 1 && paths[0].length === 2 && relationOf(model, paths[0]).kind === 'one'
+    const lonelyOne = paths.length === 1 && paths[0].path.length === 2 && relationOf(frames[paths[0].scope].model, paths[0].path).kind === 'one'
     const from: Sql[] = []
     const correlations: Sql[] = []
-    const ref = (path: readonly string[]): Sql => {
-      if (path.length === 1) return columnRef(alias, column(table, path[0]))
-      const relation = relationOf(model, path)
-      const target = context.tableOf(relation.target)
-      const name = `t${++scope.aliases}`
+    const ref = (field: FieldRef): Sql => {
+      const frame = frames[field.scope ?? 0]
+      const { path } = field
+      if (path.length === 1) return columnRef(frame.alias, column(frame.table, path[0]))
+      const relation = relationOf(frame.model, path)
+      const { target, name, conditions } = related(frame, relation)
       const value = columnRef(name, column(target, path[1]))
-      const correlation = relation.kind === 'one'
-        ? sql`${ident(name, target.id.name)} = ${ident(alias, column(table, relation.field).name)}`
-        : sql`${ident(name, column(target, relation.field).name)} = ${ident(alias, table.id.name)}`
-      // A hidden target is no candidate: a hidden parent is as missing as an absent one.
-      const { visible } = relation.target
-      const conditions = visible === undefined ? [correlation] : [correlation, condition(scope, target, name, target.model, visible)]
       // Beside other operands a 'one' path is a scalar subquery: exactly one candidate, NULL when missing.
       if (relation.kind === 'one' && !lonelyOne) return sql`(SELECT ${value} FROM ${target.ref} AS ${ident(name)} WHERE ${join(conditions, ' AND ')})`
       from.push(sql`${target.ref} AS ${ident(name)}`)
       correlations.push(...conditions)
       return value
     }
-    const test = testOf(model, node, ref, context)
+    const test = testOf(frames, node, ref, context)
     if (from.length === 0) return negated ? test.neg : test.pos
-    const nullPasses = lonelyOne && compilePredicate(node, () => [null])({})
+    const nullPasses = lonelyOne && compilePredicate(withNulls(node), () => [])({})
     const exists = sql`EXISTS (SELECT 1 FROM ${join(from, ', ')} WHERE ${join([...correlations, nullPasses ? test.neg : test.pos], ' AND ')})`
     return nullPasses !== negated ? sql`NOT ${exists}` : exists
   }
 
-  return logic(filter, false)
+  return logic(filter, negate)
 }
 
 function relationOf (model: ResourceModel, path: readonly string[]): RelationModel {
   return model.relations.get(path[0]) as RelationModel
 }
 
-function fieldPaths (node: Atom): Array<readonly string[]> {
-  const operands = node.kind === 'compare' ? [node.left, node.right] : node.kind === 'in' ? [node.operand] : [...node.args]
-  const paths: Array<readonly string[]> = []
+function operandsOf (node: Atom): Operand[] {
+  return node.kind === 'compare' ? [node.left, node.right] : node.kind === 'in' ? [node.operand] : [...node.args]
+}
+
+function fieldPaths (node: Atom): Array<{ scope: number, path: readonly string[] }> {
+  const paths: Array<{ scope: number, path: readonly string[] }> = []
   const visit = (operand: Operand) => {
-    if (operand.kind === 'field') paths.push(operand.path)
-    else if (operand.kind === 'call') visit(operand.args[0])
+    if (operand.kind === 'field') paths.push({ scope: operand.scope ?? 0, path: operand.path })
+    else if (operand.kind === 'call') operand.args.forEach(visit)
   }
-  operands.forEach(visit)
+  operandsOf(node).forEach(visit)
   return paths
 }
 
-type Ref = (path: readonly string[]) => Sql
+/** The atom with every path read as null: what it says of a missing 'one' target. */
+function withNulls (node: Atom): Atom {
+  const nulled = (operand: Operand): Operand => {
+    if (operand.kind === 'field') return { kind: 'literal', type: 'null', value: null }
+    return operand.kind === 'call' ? { ...operand, args: operand.args.map(nulled) } : operand
+  }
+  switch (node.kind) {
+    case 'compare': return { ...node, left: nulled(node.left), right: nulled(node.right) }
+    case 'in': return { ...node, operand: nulled(node.operand) }
+    case 'match': return { ...node, args: [nulled(node.args[0]), nulled(node.args[1])] }
+  }
+}
 
-function fieldType (model: ResourceModel, path: readonly string[]): FieldType {
+type Ref = (field: FieldRef) => Sql
+
+function fieldType (frames: readonly Frame[], field: FieldRef): FieldType {
+  const { model } = frames[field.scope ?? 0]
+  const { path } = field
   const owner = path.length === 1 ? model : relationOf(model, path).target
   return (owner.base ?? owner).fields.get(path[path.length - 1])?.type as FieldType
 }
 
 /** An operand's type: what a literal beside it is cast to. */
-function typeOf (model: ResourceModel, operand: Operand): FieldType {
-  if (operand.kind === 'field') return fieldType(model, operand.path)
-  return 'string'
+function typeOf (frames: readonly Frame[], operand: Operand): FieldType {
+  switch (operand.kind) {
+    case 'field': return fieldType(frames, operand)
+    case 'call': return FUNCTIONS[operand.name].result
+    case 'literal': return 'string'
+  }
 }
 
-function testOf (model: ResourceModel, node: Atom, ref: Ref, context: CompileContext): Test {
+// PostgreSQL's substr() takes int4 positions: larger ones are clamped (no string is that long).
+const INT4_MAX = 2147483647
+
+function testOf (frames: readonly Frame[], node: Atom, ref: Ref, context: CompileContext): Test {
+  const clamp = (value: Sql, max: number): Sql => sql`(CASE WHEN ${value} < 0 THEN 0 WHEN ${value} > ${raw(String(max))} THEN ${raw(String(max))} ELSE ${value} END)`
   const operand = (op: Operand, beside: FieldType): Sql => {
     switch (op.kind) {
       case 'literal': return literal(op, beside)
-      case 'field': return ref(op.path)
-      case 'call': {
+      case 'field': {
+        // A date read as an instant: the one its day begins in UTC (not in the session's time zone).
+        const value = ref(op)
+        return op.type === 'datetime' && fieldType(frames, op) === 'date' ? sql`(${value}::timestamp AT TIME ZONE 'UTC')` : value
+      }
+      case 'call': return call(op)
+    }
+  }
+  const call = (op: ValueCall): Sql => {
+    const { params } = FUNCTIONS[op.name]
+    const args = op.args.map((arg, i) => operand(arg, params[i][0]))
+    const [first, second, third] = args
+    // Text results compare by code point, as every column does.
+    const text = (expression: Sql): Sql => sql`${expression} COLLATE "C"`
+    switch (op.name) {
+      case 'tolower':
+      case 'toupper': {
         // The case mapping needs a Unicode collation; the result compares by code point again.
         const name = raw(op.name === 'tolower' ? 'lower' : 'upper')
-        return sql`${name}(${operand(op.args[0], 'string')} COLLATE ${ident(context.caseCollation)}) COLLATE "C"`
+        return text(sql`${name}(${first} COLLATE ${ident(context.caseCollation)})`)
       }
+      case 'trim': return text(sql`btrim(${first}, ${TRIMMED}::text)`)
+      case 'concat': return text(sql`(${first} || ${second})`)
+      case 'substring': {
+        const start = sql`(${clamp(second, INT4_MAX - 1)} + 1)::integer`
+        return text(third === undefined ? sql`substr(${first}, ${start})` : sql`substr(${first}, ${start}, ${clamp(third, INT4_MAX)}::integer)`)
+      }
+      case 'length': return sql`length(${first})`
+      case 'indexof': return sql`(strpos(${first}, ${second}) - 1)`
+      case 'year':
+      case 'month':
+      case 'day': {
+        const utc = typeOf(frames, op.args[0]) === 'date' ? first : sql`(${first} AT TIME ZONE 'UTC')`
+        return sql`extract(${raw(op.name)} from ${utc})::integer`
+      }
+      case 'now': return raw('statement_timestamp()')
     }
   }
   switch (node.kind) {
@@ -257,8 +339,8 @@ function testOf (model: ResourceModel, node: Atom, ref: Ref, context: CompileCon
         if (op === 'ne') return { pos: notNullTest, neg: isNullTest }
         return { pos: FALSE, neg: TRUE }
       }
-      const a = operand(left, typeOf(model, right))
-      const b = operand(right, typeOf(model, left))
+      const a = operand(left, typeOf(frames, right))
+      const b = operand(right, typeOf(frames, left))
       const distinct = sql`${a} IS DISTINCT FROM ${b}`
       // Beside a non-null literal, `=` equals OData's eq (and can use an index).
       const same = left.kind === 'literal' || right.kind === 'literal' ? sql`${a} = ${b}` : sql`${a} IS NOT DISTINCT FROM ${b}`
@@ -268,7 +350,7 @@ function testOf (model: ResourceModel, node: Atom, ref: Ref, context: CompileCon
       return { pos: ordered, neg: sql`(${ordered}) IS NOT TRUE` }
     }
     case 'in': {
-      const type = typeOf(model, node.operand)
+      const type = typeOf(frames, node.operand)
       const x = operand(node.operand, type)
       const listed = node.values.filter(value => value.type !== 'null').map(value => literal(value, type))
       const isNullTest = sql`${x} IS NULL`
