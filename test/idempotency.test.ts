@@ -1,7 +1,8 @@
 // Idempotency-Key on POST and PATCH (demo-service.md "Safe retries and atomic writes",
 // draft-ietf-httpapi-idempotency-key-header), seen from a client: replays with
 // Idempotent-Replayed, 422 for another body, 409 while the first runs, keys per caller and path,
-// malformed keys 400, 5xx not kept, a lifetime, and the option that turns it off.
+// malformed keys 400, 5xx not kept, a lifetime, expired keys purged in the background, and the
+// option that turns it off.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { memoryStore, defineAuth, defineResource, secretTable } from '../lib/index.js'
@@ -163,6 +164,33 @@ t.test('answers are kept for the configured lifetime', async t => {
   t.equal(late.statusCode, 201)
   t.notOk('idempotent-replayed' in late.headers, 'expired: a new request')
   t.equal(await countAuthors(app), 2)
+})
+
+t.test('expired keys are purged after a keyed request, at most once a minute per store, never awaited by it', async t => {
+  const purges: Date[] = []
+  let failPurge = false
+  const base = memoryStore()
+  // A purge that never ends: a request that waited for it would never be answered.
+  const store: Store = { ...base, purgeKeys: async (before: Date) => { purges.push(before); if (failPurge) throw new Error('purge failed'); return await new Promise<number>(() => {}) } }
+  const logged: string[] = []
+  const app = await buildApp(t, { store, server: { logger: { level: 'warn', stream: { write: (line: string) => { logged.push(line) } } } } })
+  t.equal(purges.length, 0, 'nothing is purged before a keyed request')
+  const first = await app.inject({ method: 'POST', url: '/v1/authors', headers: keyed('"purge-1"'), payload: { name: 'Ann' } })
+  t.equal(first.statusCode, 201, 'answered while the purge it started still runs')
+  t.equal(purges.length, 1, 'the first keyed request starts a purge of the keys expired by now')
+  t.ok(Math.abs(purges[0].getTime() - Date.now()) < 5000)
+  await app.inject({ method: 'POST', url: '/v1/authors', headers: keyed('"purge-2"'), payload: { name: 'Bo' } })
+  await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Cy' } })
+  t.equal(purges.length, 1, 'not again within the minute, nor after a request without a key')
+
+  // Another store: its own minute; a failing purge is logged and changes no answer.
+  failPurge = true
+  const other: Store = { ...memoryStore(), purgeKeys: store.purgeKeys }
+  const second = await buildApp(t, { store: other, server: { logger: { level: 'warn', stream: { write: (line: string) => { logged.push(line) } } } } })
+  t.equal((await second.inject({ method: 'POST', url: '/v1/authors', headers: keyed('"purge-3"'), payload: { name: 'Di' } })).statusCode, 201)
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal(purges.length, 2)
+  t.match(logged.join(''), /purging expired Idempotency-Keys failed/)
 })
 
 t.test('idempotency: false ignores the header', async t => {
