@@ -4,8 +4,8 @@
 // 422, a retry while the first still runs a 409. Keys belong to a caller, a method and a path.
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
-import { ConflictError, HeaderInvalidError, OptionsInvalidError, UnprocessableError, withInvalidParams } from './errors.js'
-import { knownKeys, refuseUnknownKeys } from './options-check.js'
+import { ConflictError, HeaderInvalidError, UnprocessableError, withInvalidParams } from './errors.js'
+import { knownKeys, positiveIntegerOr, switchableOptions } from './options-check.js'
 import type { KeptResponse, Store } from './stores/store.js'
 import { kCaller, kKeyedTransaction } from './symbols.js'
 
@@ -20,13 +20,8 @@ const idempotencyKeys = knownKeys({ ttlSeconds: true } satisfies Record<keyof Id
 
 /** `false` turns the header off (it is then ignored); anything else is checked here. */
 export function resolveIdempotency (value: unknown): ResolvedIdempotency | null {
-  if (value === false) return null
-  const given = (value ?? {}) as Record<string, unknown>
-  if (typeof given !== 'object') throw new OptionsInvalidError(`idempotency must be false or an object { ttlSeconds? }, received ${JSON.stringify(value)}`)
-  refuseUnknownKeys(given, idempotencyKeys, 'idempotency')
-  const ttl = given.ttlSeconds ?? 86400
-  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1) throw new OptionsInvalidError(`idempotency.ttlSeconds must be a positive integer, received ${JSON.stringify(ttl)}`)
-  return Object.freeze({ ttlMillis: ttl * 1000 })
+  const given = switchableOptions(value, idempotencyKeys, 'idempotency', '{ ttlSeconds? }')
+  return given === null ? null : Object.freeze({ ttlMillis: positiveIntegerOr(given.ttlSeconds, 'idempotency.ttlSeconds', 86400) * 1000 })
 }
 
 export const maxKeyLength = 255

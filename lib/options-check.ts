@@ -53,3 +53,22 @@ function editDistance (a: string, b: string): number {
   }
   return previous[b.length]
 }
+
+/**
+ * The options of a feature that `false` turns off: null then, else the object given (`{}` when
+ * none), its keys checked. `shape` says what may be given, for the error.
+ */
+export function switchableOptions (value: unknown, known: readonly string[], path: string, shape: string): Record<string, unknown> | null {
+  if (value === false) return null
+  const given = (value ?? {}) as Record<string, unknown>
+  if (typeof given !== 'object') throw new OptionsInvalidError(`${path} must be false or an object ${shape}, received ${JSON.stringify(value)}`)
+  refuseUnknownKeys(given, known, path)
+  return given
+}
+
+/** A whole number of at least 1, or `fallback` when not given. */
+export function positiveIntegerOr (value: unknown, path: string, fallback: number): number {
+  const given = value ?? fallback
+  if (typeof given !== 'number' || !Number.isInteger(given) || given < 1) throw new OptionsInvalidError(`${path} must be a positive integer, received ${JSON.stringify(given)}`)
+  return given
+}

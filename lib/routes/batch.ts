@@ -11,11 +11,11 @@ import { createSchema, modifySchema, replaceSchema, schemaNames } from '../regis
 import type { JsonSchema } from '../registry/derive.js'
 import type { Fields, Store } from '../stores/store.js'
 import { itemPath, project, singleBody } from '../envelope/index.js'
-import { BodyInvalidError, ForbiddenError, OptionsInvalidError, ResourceInvalidError, withInvalidParams } from '../errors.js'
+import { BodyInvalidError, ForbiddenError, ResourceInvalidError, withInvalidParams } from '../errors.js'
 import type { InvalidParam, ProblemExtras } from '../errors.js'
 import { formatETag, parseTagList, variantTag } from '../http/conditional.js'
 import { keyedTransaction } from '../idempotency.js'
-import { knownKeys, refuseUnknownKeys } from '../options-check.js'
+import { knownKeys, positiveIntegerOr, switchableOptions } from '../options-check.js'
 import { readableFields } from '../query/list-query.js'
 import { callerBodyProblems } from '../rules/write.js'
 import { refusalOf } from '../security/auth.js'
@@ -35,13 +35,8 @@ const batchKeys = knownKeys({ maxOperations: true } satisfies Record<keyof Batch
 
 /** `false` serves no batch endpoint; anything else is checked here. */
 export function resolveBatch (value: unknown): ResolvedBatch | null {
-  if (value === false) return null
-  const given = (value ?? {}) as Record<string, unknown>
-  if (typeof given !== 'object') throw new OptionsInvalidError(`batch must be false or an object { maxOperations? }, received ${JSON.stringify(value)}`)
-  refuseUnknownKeys(given, batchKeys, 'batch')
-  const max = given.maxOperations ?? 100
-  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) throw new OptionsInvalidError(`batch.maxOperations must be a positive integer, received ${JSON.stringify(max)}`)
-  return Object.freeze({ maxOperations: max })
+  const given = switchableOptions(value, batchKeys, 'batch', '{ maxOperations? }')
+  return given === null ? null : Object.freeze({ maxOperations: positiveIntegerOr(given.maxOperations, 'batch.maxOperations', 100) })
 }
 
 export type BatchOp = 'create' | 'replace' | 'modify' | 'delete'
