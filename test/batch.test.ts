@@ -223,6 +223,11 @@ for (const [name, open] of stores) {
     t.same(await snapshot(app), after, 'writes nothing')
     const retried = await batch(app, [operations[0], { op: 'delete', resource: 'books', id: 'none' }], { ...json, 'idempotency-key': '"batch-2"' })
     t.same([retried.statusCode, retried.headers['idempotent-replayed']], [404, undefined], 'and its answer is not kept: the retry runs again')
+    for (const body of ['{}', JSON.stringify({ operations: [{ ...operations[0], resource: 'publishers' }] })]) {
+      const malformed = await batch(app, body, { ...json, 'idempotency-key': '"batch-3"' })
+      isProblem(t, malformed, 400, `a keyed batch of another shape: ${body}`)
+      t.equal(malformed.headers['idempotent-replayed'], undefined)
+    }
   })
 }
 
