@@ -7,8 +7,8 @@
 // restart on the same data. 409 while the first request runs: on PostgreSQL, where the test holds
 // the book row the first request must lock, with a second instance on the same database; the
 // memory store's case is in test/idempotency.test.ts, as is "a 5xx is not kept" (a store failure
-// cannot be caused from outside the demo). The batch endpoint the paragraph names is not in the
-// demo yet, so it has no test here.
+// cannot be caused from outside the demo). Idempotency-Key on the batch endpoint the paragraph
+// names, and its replay after a restart, are in test/demo-batch.test.ts.
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
