@@ -7,7 +7,7 @@
 import type { FastifyRequest, RouteHandlerMethod } from 'fastify'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import type { ResourceModel } from '../registry/model.js'
-import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
+import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { Fields, Store } from '../stores/store.js'
 import { itemPath, project, singleBody } from '../envelope/index.js'
@@ -90,9 +90,6 @@ function shapeSchema (resources: readonly string[], maxOperations: number): Json
   }
 }
 
-const bodySchemaOf = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
-const bodyNameOf = { create: 'create', replace: 'replace', modify: 'modify' } as const
-
 /** `operations.3.op` (Ajv's path) → `operations/3/op`, a JSON pointer without its leading slash, as the contract names members. */
 const pointer = (param: InvalidParam): InvalidParam => ({ name: param.name.replaceAll('.', '/'), reason: param.reason })
 
@@ -157,15 +154,14 @@ export function batchHandler (context: RouteContext, settings: ResolvedBatch, wr
   const callerChecks = new Map<string, ReturnType<typeof callerBodyProblems>>()
   const keyOf = (model: ResourceModel, op: BatchOp) => `${op} ${model.name}`
 
-  /** The route's own validator of this body, shared with it by Ajv through the schema's $id. */
+  /**
+   * The route's own validator of this body, found in Ajv by the schema's $id: Fastify compiles
+   * every route's body when the app starts, and a batch runs only operations whose route exists.
+   */
   function validatorOf (model: ResourceModel, op: Exclude<BatchOp, 'delete'>): ValidateFunction {
     const key = keyOf(model, op)
     let validate = validators.get(key)
-    if (validate === undefined) {
-      const name = schemaNames(model)[bodyNameOf[op]]
-      validate = context.ajv.getSchema(name) ?? context.ajv.compile({ $id: name, ...bodySchemaOf[op](model) })
-      validators.set(key, validate)
-    }
+    if (validate === undefined) validators.set(key, validate = context.ajv.getSchema(schemaNames(model)[op]) as ValidateFunction)
     return validate
   }
 

@@ -376,7 +376,7 @@ const batchBodies = { create: createSchema, replace: replaceSchema, modify: modi
 function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modify' | 'delete'): JsonSchema {
   const target = op === 'create'
     ? { lid: { type: 'string', minLength: 1, maxLength: 255, description: `A name for the new ${model.singular}, for later operations of this batch.` } }
-    : { id: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: `The ${model.singular}'s ${model.idField}.` }, ifMatch: { type: 'string', description: 'As the If-Match header of the single request.' } }
+    : { id: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: `The ${model.singular}'s ${model.idField}.` } }
   return {
     title: `${op} ${model.name}`,
     type: 'object',
@@ -384,6 +384,8 @@ function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modif
       op: { type: 'string', enum: [op] },
       resource: { type: 'string', enum: [model.name] },
       ...target,
+      // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
+      ifMatch: { type: 'string', description: 'As the If-Match header of the single request.' },
       ...(op === 'delete' ? {} : { data: batchData(model, batchBodies[op](model)) })
     },
     required: ['op', 'resource', ...(op === 'create' ? [] : ['id']), ...(op === 'delete' ? [] : ['data'])],
