@@ -15,8 +15,8 @@ import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
 import type { BookRow, ReviewRow } from './seed.js'
 import { bookItemSchema, bookListSchema, problemSchema, reviewListSchema } from './envelope-schemas.js'
 import { BENCH_SCHEMA, databaseUrl, traceStatements } from './postgres.js'
-
-interface Row { readonly data: BookRow, readonly etag: string, readonly lastModified: string }
+import { memoryKeys, postgresKeys, problem, writeRoutes } from './baseline-writes.js'
+import type { BookBody, Row } from './baseline-writes.js'
 
 type Query = Record<string, string | undefined>
 
@@ -97,19 +97,11 @@ const routes = {
     }
   }
 } satisfies Record<string, RouteShorthandOptions>
-
-function problem (reply: FastifyReply, request: FastifyRequest, status: number, slug: string, title: string, detail: string, invalidParams?: Array<{ name: string, reason: string }>) {
-  return reply.code(status).type('application/problem+json; charset=utf-8').send({
-    type: `/v1/problems/${slug}`, title, status, detail, instance: request.url.split('?', 1)[0], invalidParams
-  })
-}
+/** What writeRoutes needs besides the store. */
+const writeOptions = { create: routes.create, user: (request: FastifyRequest) => (request as UserRequest).user }
 
 const invalidQuery = (reply: FastifyReply, request: FastifyRequest, name: string, reason: string) =>
-  problem(reply, request, 400, 'query-invalid', 'Bad Request', 'One or more query parameters are invalid.', [{ name, reason }])
-
-const missingAuthor = (reply: FastifyReply, request: FastifyRequest, authorId: string) =>
-  problem(reply, request, 422, 'unprocessable', 'Unprocessable Entity', `authorId refers to author '${authorId}', which does not exist.`,
-    [{ name: 'authorId', reason: 'no author has this id' }])
+  problem(reply, request, 400, 'query-invalid', 'Bad Request', 'One or more query parameters are invalid.', { invalidParams: [{ name, reason }] })
 
 /** What a LIST asks for, or the 400 already sent. */
 type ListRequest =
@@ -180,11 +172,6 @@ function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answ
   return reply.send({ meta: { pageSize }, data: { [member]: items, pageSize }, links })
 }
 
-function sendCreated (reply: FastifyReply, row: Row) {
-  reply.code(201).header('etag', row.etag).header('last-modified', row.lastModified).header('location', `${base}/${row.data.id}`)
-  return reply.send({ data: { book: row.data } })
-}
-
 /**
  * The memory side: a Map by id, and arrays kept sorted by id and by rating (the presorted index).
  * Like the plugin's memory store, each sorted array is built when a LIST first needs it and kept
@@ -201,11 +188,13 @@ function memoryRoutes (app: FastifyInstance) {
     let index: SortedIndex | undefined
     return {
       get: () => (index ??= new SortedIndex([...byId.values()], compare)),
-      insert: (row: Row) => index?.insert(row)
+      insert: (row: Row) => index?.insert(row),
+      remove: (row: Row) => { const at = index?.rows.indexOf(row) ?? -1; if (at !== -1) index?.rows.splice(at, 1) }
     }
   }
   const byIdIndex = sorted(compareBy('id', 1))
   const byRatingDesc = sorted(compareBy('rating', -1))
+  let queue: Promise<unknown> = Promise.resolve()
 
   app.get('/v1/books/:id', routes.retrieve, function retrieveBook (request, reply) {
     const { id } = request.params as { id: string }
@@ -247,9 +236,8 @@ function memoryRoutes (app: FastifyInstance) {
     return listPage(reply, list, items, reviewsBase, 'reviews')
   })
 
-  app.post('/v1/books', routes.create, function createBook (request, reply) {
-    const body = request.body as Omit<BookRow, 'id'>
-    if (!authorIds.has(body.authorId)) return missingAuthor(reply, request, body.authorId)
+  const createRow = (body: BookBody): Row | null => {
+    if (!authorIds.has(body.authorId)) return null
     const id = uuidv7()
     const row = {
       data: { id, title: body.title, authorId: body.authorId, year: body.year ?? null, rating: body.rating ?? null, available: body.available ?? true, reviewCount: 0, averageRating: null },
@@ -259,8 +247,32 @@ function memoryRoutes (app: FastifyInstance) {
     byId.set(id, row)
     byIdIndex.insert(row)
     byRatingDesc.insert(row)
-    return sendCreated(reply, row)
-  })
+    return row
+  }
+  const keys = memoryKeys()
+  writeRoutes(app, {
+    create: async body => createRow(body),
+    // One at a time, as the plugin's memory store runs transactions; what a failed one created is removed.
+    transaction: async work => {
+      const made: Row[] = []
+      const run = queue.then(async () => await work({
+        create: async body => { const row = createRow(body); if (row !== null) made.push(row); return row },
+        claim: async key => keys.claim(key),
+        keep: async (key, fingerprint, kept) => keys.keep(key, fingerprint, kept)
+      }))
+      queue = run.catch(() => {})
+      try {
+        return await run
+      } catch (error) {
+        for (const row of made) {
+          byId.delete(row.data.id)
+          byIdIndex.remove(row)
+          byRatingDesc.remove(row)
+        }
+        throw error
+      }
+    }
+  }, writeOptions)
 }
 
 // The statements lib/stores/sql/ sends for these requests (captured from its pool), so both sides
@@ -339,18 +351,35 @@ function postgresRoutes (app: FastifyInstance, pool: pg.Pool) {
     return listPage(reply, list, rows.map(reviewFromDb), reviewsBase, 'reviews')
   })
 
-  app.post('/v1/books', routes.create, async function createBook (request, reply) {
-    const body = request.body as Omit<BookRow, 'id'>
+  const createOn = async (client: pg.Pool | pg.PoolClient, body: BookBody): Promise<Row | null> => {
     try {
       // A new book has no reviews yet (demo/schemas/index.ts).
-      const [row] = await query(statements.create, [uuidv7(), body.title, body.authorId, body.year ?? null, body.rating ?? null, body.available ?? true, 0, null])
-      return sendCreated(reply, row)
+      const { rows } = await client.query<DbRow>({ text: statements.create, values: [uuidv7(), body.title, body.authorId, body.year ?? null, body.rating ?? null, body.available ?? true, 0, null], rowMode: 'array' })
+      return fromDb(rows[0])
     } catch (error) {
       // foreign_key_violation: the author does not exist.
-      if ((error as { code?: string }).code === '23503') return missingAuthor(reply, request, body.authorId)
+      if ((error as { code?: string }).code === '23503') return null
       throw error
     }
-  })
+  }
+  writeRoutes(app, {
+    create: async body => await createOn(pool, body),
+    transaction: async work => {
+      const client = await pool.connect()
+      try {
+        await client.query('BEGIN')
+        // A failed statement ends what the transaction can do: a missing author rolls it back, as the plugin's store does.
+        const result = await work({ create: async body => await createOn(client, body), ...postgresKeys(client) })
+        await client.query('COMMIT')
+        return result
+      } catch (error) {
+        await client.query('ROLLBACK')
+        throw error
+      } finally {
+        client.release()
+      }
+    }
+  }, writeOptions)
 }
 
 /**

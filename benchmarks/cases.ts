@@ -19,6 +19,8 @@ export interface BenchCase {
   readonly stores: readonly StoreKind[]
   /** For `{token}`: the token continues after this many items of the default order. */
   readonly tokenDepth?: number
+  /** Each request carries an Idempotency-Key of its own (harness.ts), as a client's first try does. */
+  readonly keyed?: boolean
   readonly description: string
 }
 
@@ -86,6 +88,31 @@ export const cases: readonly BenchCase[] = [
     status: 201,
     stores: both,
     description: 'CREATE a book: body validation, author check (422 otherwise), new UUIDv7, 201 with Location, ETag, Last-Modified.'
+  },
+  {
+    name: 'create-keyed',
+    method: 'POST',
+    path: '/v1/books',
+    headers: { 'content-type': 'application/json' },
+    body: { title: 'A benchmark book', authorId: '00000000-0000-7000-8000-000000000007', year: 2024, rating: 4.5 },
+    keyed: true,
+    status: 201,
+    stores: both,
+    description: 'CREATE with a new Idempotency-Key each time: the key claimed and the answer kept with the book, in one transaction. Its ratio against create\'s is what the key costs.'
+  },
+  {
+    name: 'batch-10',
+    method: 'POST',
+    path: '/v1/batch',
+    headers: { 'content-type': 'application/json' },
+    body: {
+      operations: Array.from({ length: 10 }, (_, i) => ({
+        op: 'create', resource: 'books', data: { title: `A batch book ${i}`, authorId: '00000000-0000-7000-8000-000000000007', year: 2024, rating: 4.5 }
+      }))
+    },
+    status: 200,
+    stores: both,
+    description: 'A batch of 10 book creates, all or nothing in one transaction: 200 with one result (Location, ETag, the book) per operation.'
   },
   {
     name: 'reviews-list',

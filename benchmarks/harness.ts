@@ -69,10 +69,15 @@ function stop (child: ChildProcess): Promise<void> {
   })
 }
 
+/** A new Idempotency-Key for a keyed case's next request: unique in this run and across runs on one database. */
+let keys = 0
+const runId = `${process.pid}-${Date.now()}`
+const freshKey = () => `"bench-${runId}-${++keys}"`
+
 function requestInit (benchCase: BenchCase) {
   return {
     method: benchCase.method,
-    headers: { ...commonHeaders, ...benchCase.headers },
+    headers: { ...commonHeaders, ...benchCase.headers, ...(benchCase.keyed === true ? { 'idempotency-key': freshKey() } : {}) },
     body: benchCase.body === undefined ? undefined : JSON.stringify(benchCase.body)
   }
 }
@@ -118,6 +123,8 @@ export async function load (server: Server, path: string, benchCase: BenchCase, 
   const result = await autocannon({
     url: server.origin + path,
     ...requestInit(benchCase),
+    // A keyed case sends every request with a key of its own: a repeated one would be a replay.
+    ...(benchCase.keyed === true ? { requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': freshKey() } }) }] } : {}),
     connections,
     pipelining: 1,
     duration: seconds,
