@@ -24,13 +24,16 @@ const variants: ReadonlyArray<readonly [string, ((store: Store) => Partial<ApiCo
   ['baseline', null],
   ['plugin (demo)', () => ({})],
   ['no rules', withoutRules],
+  // What the Idempotency-Key wrapper costs requests that send no key.
+  ['no idempotency', () => ({ idempotency: false })],
   ['no rate limit', () => ({ rateLimit: false })],
   ['no auth', () => ({ auth: undefined })],
   ['no auth, cors, rate limit', () => ({ auth: undefined, cors: undefined, rateLimit: false })]
 ]
 // The token case needs a walk to its token; the filtered LIST is all store work. `--cases a,b` picks.
 const picked = process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1].split(',') : undefined
-const measured = cases.filter(c => c.tokenDepth === undefined && c.name !== 'list-filter-sort-fields' && (picked?.includes(c.name) ?? true))
+// A keyed case repeats its key here: replays, not the first tries it measures in run.ts.
+const measured = cases.filter(c => c.tokenDepth === undefined && c.keyed !== true && c.name !== 'list-filter-sort-fields' && (picked?.includes(c.name) ?? true))
 
 export interface AblationResult {
   /** Median microseconds per request, by case then variant. */
