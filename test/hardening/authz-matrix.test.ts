@@ -79,10 +79,12 @@ const resourcePaths: Readonly<Record<string, { readonly resources: Resources, re
 const successStatus: Readonly<Record<string, number>> = { GET: 200, HEAD: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204, OPTIONS: 200 }
 
 /** What the route is, as the configuration sees it. */
-function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'preflight-only' {
+function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'preflight-only' {
   if (!route.url.startsWith('/v1')) return 'host'
   if (route.options.config?.public === true) return 'public'
   if (Object.hasOwn(resourcePaths, route.url)) return 'resource'
+  // demo-service.md "Safe retries and atomic writes": each operation is authorized as its own request.
+  if (route.url === '/v1/batch' && route.method === 'POST') return 'batch'
   // The hidden `OPTIONS /v1*` (security/cors.ts), there so that preflights to any path find a route.
   if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'
   throw new Error(`no expectation written for ${route.method} ${route.url}: add it to the matrix`)
@@ -104,6 +106,7 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
   if (kind === 'public') return publicStatus
   if (credential === 'anonymous' || credential === 'malformed' || credential === 'wrong' || credential === 'wrongKey') return 401
   if (kind === 'preflight-only') return 404 // authenticated, not a preflight, no resource at that path
+  if (kind === 'batch') return credential === 'read' ? 403 : 200
   if (credential === 'read' && !readMethods.has(route.method)) return 403
   if (route.url === '/v1/reviews/:id' && !readMethods.has(route.method) && credential !== 'write' && credential !== 'admin') return 403
   return successStatus[route.method]
@@ -145,6 +148,7 @@ async function requestFor (route: CollectedRoute): Promise<InjectOptions & { url
     if (path.item) url = url.replace(':id', await fresh(path.resources))
     if (route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH') payload = await bodyFor(path.resources)
   }
+  if (classify(route) === 'batch') payload = { operations: [{ op: 'create', resource: 'authors', data: await bodyFor('authors') }] }
   return { method: route.method as InjectOptions['method'], url, payload }
 }
 
@@ -177,7 +181,8 @@ t.test('every route has an expectation, and the contract\'s public addresses are
     'GET /v1/authors/:id/books': 'resource',
     'POST /v1/reviews': 'resource',
     'PATCH /v1/reviews/:id': 'resource',
-    'GET /v1/books/:id/reviews': 'resource'
+    'GET /v1/books/:id/reviews': 'resource',
+    'POST /v1/batch': 'batch'
   })
   // The eight operations on the three collections, and the two nested collections: 4 + 6 per resource, + 3 each.
   t.equal(routes.filter(route => classify(route) === 'resource').length, 36)
