@@ -93,6 +93,11 @@ t.test('a field a caller may not read does not exist for it; one it may not writ
   const asRoot = (await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('root') }))
   t.equal(asRoot.json().data.post.secret, 'for admins')
   t.not(asAnn.headers.etag, asRoot.headers.etag, 'different representations, different tags')
+  // A write answers the caller the representation its RETRIEVE sends: the same tag, so it revalidates to 304.
+  const patched = await app.inject({ method: 'PATCH', url: `/v1/posts/${annPublic.id}`, headers: asJson('ann'), payload: { title: 'retitled' } })
+  const reread = await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: as('ann') })
+  t.equal(patched.headers.etag, reread.headers.etag, 'the tag of the write\'s answer is the RETRIEVE\'s')
+  t.equal((await app.inject({ url: `/v1/posts/${annPublic.id}`, headers: { ...as('ann'), 'if-none-match': String(patched.headers.etag) } })).statusCode, 304)
   t.notOk((await app.inject({ url: '/v1/posts', headers: as('ann') })).json().data.posts.some((p: object) => 'secret' in p), 'absent from lists')
   for (const query of ['fields=secret', "filter=secret eq 'x'", 'sort=secret', 'secret=x']) {
     const hidden = await app.inject({ url: `/v1/posts?${query}`, headers: as('ann') })

@@ -286,8 +286,16 @@ export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemReques
   const include = queryParameters.include.parse(model, raw.include as string | undefined, problems)
   const fields = withRelationKeys(queryParameters.fields.parse(model, raw.fields as string | undefined, problems) ?? readableFields(model), [...expand, ...include])
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
-  const variant = fields === null && expand.length === 0 && include.length === 0
+  return { fields, expand, include, variant: representationVariant(fields, expand, include) }
+}
+
+/**
+ * What sets a representation apart from the full resource, for its ETag: the fields sent and the
+ * relations embedded; '' for the full resource. A write's answer to a caller who sees fewer fields
+ * is the representation a RETRIEVE without parameters sends that caller: the same text, the same tag.
+ */
+export function representationVariant (fields: ReadonlySet<string> | null, expand: readonly RelationModel[] = [], include: readonly RelationModel[] = []): string {
+  return fields === null && expand.length === 0 && include.length === 0
     ? ''
     : `${[...(fields ?? [])].sort().join(',')};${expand.map(r => r.name).join(',')};${include.map(r => r.name).join(',')}`
-  return { fields, expand, include, variant }
 }

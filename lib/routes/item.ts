@@ -9,7 +9,7 @@ import { writeInputOf, writeSteps } from './write.js'
 import type { WriteInput, WriteOutcome } from './write.js'
 import { sendEmpty } from '../idempotency.js'
 import type { Link } from '../envelope/index.js'
-import { parseItemQuery, readableFields } from '../query/list-query.js'
+import { parseItemQuery, readableFields, representationVariant } from '../query/list-query.js'
 import type { RawQuery } from '../query/list-query.js'
 import { evaluatePreconditions, formatETag, hasPreconditions, readPreconditions, variantTag } from '../http/conditional.js'
 import type { Preconditions } from '../http/conditional.js'
@@ -184,9 +184,9 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     writes: { replace: replaceRecord, modify: modifyRecord, delete: deleteRecord }
   }
 }
-/** What sets apart the representations of callers who see different fields: part of the ETag. */
+/** What sets apart the representations of callers who see different fields: part of the ETag, as RETRIEVE makes it. */
 export function hiddenVariant (view: ResourceModel): string {
-  return view.hidden === undefined ? '' : `-${[...view.hidden].join(',')}`
+  return view.hidden === undefined ? '' : representationVariant(readableFields(view))
 }
 
 /** The id is the server's (spec "Shape of data"): a body may repeat it, never change it. */
