@@ -47,7 +47,7 @@ t.test('links: object keys navigation links by rel, and related links by relatio
   const res = await get(app, '/v1/books?pageSize=2&include=author')
   const links = res.json().links
   t.notOk(Array.isArray(links))
-  t.same(Object.keys(links), ['self', 'first', 'next', 'author'])
+  t.same(Object.keys(links), ['self', 'first', 'next', 'last', 'author'])
   t.same(links.self, { rel: 'self', href: '/v1/books?include=author&pageSize=2' })
   t.same(links.first, { rel: 'first', href: '/v1/books?include=author&pageSize=2' })
   t.match(links.next, { rel: 'next', href: /^\/v1\/books\?include=author&pageSize=2&token=/ })

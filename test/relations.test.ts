@@ -57,7 +57,7 @@ t.test('include=author returns author links naming the book, and each href works
     t.equal(followed.statusCode, 200)
     t.same(followed.json().data.author, authors[0])
   }
-  t.same(relsOf(body), ['self', 'first', 'next', 'author', 'author'])
+  t.same(relsOf(body), ['self', 'first', 'next', 'last', 'author', 'author'])
 })
 
 t.test('include=books returns one link per child, naming the author', async t => {

@@ -125,8 +125,8 @@ function offsetLinks (request: ListRequest, offset: number, page: Page, known: n
 }
 
 /**
- * Keyset links: `next` continues after the page's last item, `prev` reads backwards from its first.
- * `last` only when this page is known to be the last: finding it otherwise costs a reverse read.
+ * Keyset links: `next` continues after the page's last item, `prev` reads backwards from its first,
+ * `last` reads backwards from the end (a token with no position: no count is needed to name it).
  */
 function tokenLinks (context: EnvelopeContext, request: ListRequest, page: Page, href: (paging: string) => string): Link[] {
   const { window, sort } = request.query
@@ -144,11 +144,17 @@ function tokenLinks (context: EnvelopeContext, request: ListRequest, page: Page,
     return links
   }
   // Read forward (first page or `after`), hasMore tells what follows and an `after` page has something
-  // before it; read backward (`before`), hasMore tells what precedes and the anchor follows.
+  // before it; read backward (`before`), hasMore tells what precedes and the anchor follows, unless
+  // the page was read from the end.
+  const fromEnd = window.kind === 'before' && window.values.length === 0
   const moreBefore = window.kind === 'before' ? hasMore : window.kind === 'after'
-  const moreAfter = window.kind === 'before' || hasMore
+  const moreAfter = window.kind === 'before' ? !fromEnd : hasMore
   if (moreBefore) links.push({ rel: 'prev', href: seal('before', items[0]) })
-  if (moreAfter) links.push({ rel: 'next', href: seal('after', items[items.length - 1]) })
-  else links.push({ rel: 'last', href: self })
+  if (moreAfter) {
+    links.push({ rel: 'next', href: seal('after', items[items.length - 1]) })
+    links.push({ rel: 'last', href: href(`&token=${context.cursor.seal({ window: 'before', values: [] }, request.binding)}`) })
+  } else {
+    links.push({ rel: 'last', href: self })
+  }
   return links
 }

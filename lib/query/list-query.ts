@@ -96,7 +96,9 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
     if (problems.length === 0) {
       try {
         const position = context.cursor.open(token, binding)
-        if (position.values.length !== sort.length) throw new CursorError('foreign-query')
+        // No values: the `last` link's token, a backward read from the end.
+        const fromEnd = position.window === 'before' && position.values.length === 0
+        if (position.values.length !== sort.length && !fromEnd) throw new CursorError('foreign-query')
         window = { kind: position.window, values: position.values }
       } catch (error) {
         if (!(error instanceof CursorError)) throw error

@@ -6,7 +6,8 @@ export interface SortKey { readonly field: string, readonly direction: 'asc' | '
 
 /**
  * Where a page starts. `offset` skips that many matches. `after`/`before` are keyset positions:
- * the sort-key values (one per `sort` entry, id last) of the item the page follows or precedes.
+ * the sort-key values (one per `sort` entry, id last) of the item the page follows or precedes;
+ * `before` with no values precedes the end: the last page.
  */
 export type PageWindow =
   | { readonly kind: 'offset', readonly offset: number }

@@ -247,6 +247,9 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
         page = predicate === null
           ? scan(index.records, window.offset, 1, null, 0, limit)
           : scan(index.records, 0, 1, predicate, window.offset, limit)
+      } else if (window.values.length === 0) {
+        // Before the end: backwards from the last record.
+        page = scan(index.records, index.records.length - 1, -1, predicate, 0, limit)
       } else {
         const anchor = Object.fromEntries(query.sort.map((key, i) => [key.field, window.values[i]]))
         page = window.kind === 'after'

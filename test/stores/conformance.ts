@@ -1162,6 +1162,9 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
           const backward = await walkBackward(store, model, { sort, limit }, full[full.length - 1])
           t.same([...backward].reverse().flatMap(p => p.ids).concat(expected[expected.length - 1]), expected, `${model.name} sort=${sort} backward by ${limit}`)
           t.same(backward.map(p => p.hasMore), backward.map((_, i) => i < backward.length - 1), 'hasMore until the first page')
+          // `before` with no values: the page that precedes the end (the `last` link's).
+          const end = await store.list(model, { ...listQuery(model, { sort, limit }), window: { kind: 'before', values: [] } })
+          t.same({ ids: idsOf(end.items), hasMore: end.hasMore }, { ids: expected.slice(-limit), hasMore: expected.length > limit }, `${model.name} sort=${sort} before the end by ${limit}`)
         }
       }
     })

@@ -62,6 +62,9 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
   let page: Sql
   if (window.kind === 'offset') {
     page = sql`${select(where, table.selectList)} OFFSET ${window.offset}`
+  } else if (window.values.length === 0) {
+    // Before the end: the reversed order from its start.
+    page = select(where, table.selectList)
   } else {
     const [near, far] = keyset(table, sort, window.values)
     if (far === undefined) {
