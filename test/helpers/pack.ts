@@ -11,8 +11,10 @@ export const root = fileURLToPath(new URL('../..', import.meta.url))
 export const run = promisify(execFile)
 /** The documents the tarball carries besides package.json. */
 export const documents = ['README.md', 'LICENSE', 'CHANGELOG.md']
+/** The environment without tap's loaders (NODE_OPTIONS), as a user's shell runs node, tsc and npm. */
+export const plainEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_OPTIONS'))
 /** npm quiet and without its advisories: the tests read its output. */
-export const npmEnv = { ...process.env, npm_config_loglevel: 'error', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }
+export const npmEnv = { ...plainEnv, npm_config_loglevel: 'error', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }
 
 /** Builds the package into `dir` (dist/ and the files package.json names); prepack's build, without the rest of this checkout. */
 export async function buildPackage (dir: string): Promise<void> {
