@@ -11,7 +11,7 @@ import { kCaller, kKeyedTransaction } from './symbols.js'
 
 export interface IdempotencyOptions {
   /** How long an answer is kept for retries, in seconds. Default 86400 (24 hours). */
-  readonly ttlSeconds?: number
+  readonly ttlSeconds?: number | undefined
 }
 
 export interface ResolvedIdempotency { readonly ttlMillis: number }

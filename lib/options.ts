@@ -25,47 +25,53 @@ import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
   /** `flat`: RFC 7807 members at the top level (default); `envelope`: the same members under `errors`. */
-  readonly errorFormat?: 'flat' | 'envelope'
+  readonly errorFormat?: 'flat' | 'envelope' | undefined
   /** `nested`: one resource as `data.{singular}` (default); `flat`: directly in `data`. */
-  readonly singleResource?: 'nested' | 'flat'
+  readonly singleResource?: 'nested' | 'flat' | undefined
   /** `array` of link objects (default), or an `object` keyed by relation. */
-  readonly links?: 'array' | 'object'
+  readonly links?: 'array' | 'object' | undefined
   /** Also put `total` at the root of a collection response, as the spec's text does (it is always in `meta`). */
-  readonly totalAtRoot?: boolean
+  readonly totalAtRoot?: boolean | undefined
   /** Paging used when a request names none: `token` (default, keyset) or `offset`. */
-  readonly paging?: 'token' | 'offset'
+  readonly paging?: 'token' | 'offset' | undefined
   /** Key(s) for continuation tokens, newest first; instances sharing a store must share them. Default: random per process. */
-  readonly cursorSecret?: string | readonly string[]
+  readonly cursorSecret?: string | readonly string[] | undefined
   /** Lifetime of a continuation token, in seconds. Default 86400. */
-  readonly cursorTtlSeconds?: number
+  readonly cursorTtlSeconds?: number | undefined
   /** Base of the problem `type` URLs; the code's slug is appended. Default `{prefix}/problems/`, served by the plugin. */
-  readonly problemTypeBase?: string
+  readonly problemTypeBase?: string | undefined
   /** Writes (PUT, PATCH, DELETE) without If-Match get 428. Default false; resources may override. */
-  readonly requireIfMatch?: boolean
+  readonly requireIfMatch?: boolean | undefined
   /** Authentication (Bearer required, Basic and x-api-key optional) and the authorization check. Default: none required. */
-  readonly auth?: AuthOptions
+  readonly auth?: AuthOptions | undefined
   /** Origins allowed in `Origin`; any other Origin is 403. Default: none allowed. */
-  readonly cors?: CorsOptions
+  readonly cors?: CorsOptions | undefined
   /** Requests per client per window, 429 beyond. Default: off (a gateway may limit instead). */
-  readonly rateLimit?: RateLimitOptions | false
+  readonly rateLimit?: RateLimitOptions | false | undefined
   /** Cache-Control of every response. Default `no-store`. */
-  readonly cacheControl?: string
+  readonly cacheControl?: string | undefined
   /** Marks the whole API deprecated: Deprecation, Sunset and Link on every response. */
-  readonly deprecation?: DeprecationOptions
+  readonly deprecation?: DeprecationOptions | undefined
   /** Per-resource Cache-Control and deprecation, keyed by resource name. */
-  readonly resourcePolicies?: Readonly<Record<string, ResourcePolicy>>
+  readonly resourcePolicies?: Readonly<Record<string, ResourcePolicy>> | undefined
   /** Longest query string, in characters; longer gets 414. Default 4096. */
-  readonly maxQueryLength?: number
+  readonly maxQueryLength?: number | undefined
   /** Largest request body, in bytes, on the plugin's routes; larger gets 413. Default: Fastify's bodyLimit. */
-  readonly bodyLimit?: number
+  readonly bodyLimit?: number | undefined
   /** Longest time a handler may take, in milliseconds; longer gets 503. Default: no limit. */
-  readonly handlerTimeout?: number
+  readonly handlerTimeout?: number | undefined
   /** Idempotency-Key on POST and PATCH: how long answers are kept for retries; `false` ignores the header. Default: on, 24 hours. */
-  readonly idempotency?: IdempotencyOptions | false
+  readonly idempotency?: IdempotencyOptions | false | undefined
   /** `POST {prefix}/batch`: how many operations one batch may hold; `false` serves no batch endpoint. Default: on, 100. */
-  readonly batch?: BatchOptions | false
+  readonly batch?: BatchOptions | false | undefined
   /** The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of the resources. */
-  readonly openapi?: { readonly title?: string, readonly version?: string, readonly description?: string }
+  readonly openapi?: { readonly title?: string | undefined, readonly version?: string | undefined, readonly description?: string | undefined } | undefined
+  /**
+   * The reference page at `{prefix}/docs`, rendered by `@scalar/fastify-api-reference` (an optional
+   * peer dependency). `true` needs the package (registration fails without it); `false` serves no
+   * page. Default: the page when the package is installed.
+   */
+  readonly docsPage?: boolean | undefined
 }
 
 export interface ResolvedOptions {
@@ -93,6 +99,8 @@ export interface ResolvedOptions {
   readonly idempotency: ResolvedIdempotency | null
   readonly batch: ResolvedBatch | null
   readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined }
+  /** Undefined: the page when its package is installed. */
+  readonly docsPage: boolean | undefined
 }
 
 const optionKeys = knownKeys({
@@ -118,6 +126,7 @@ const optionKeys = knownKeys({
   idempotency: true,
   batch: true,
   openapi: true,
+  docsPage: true,
   // Fastify's own register options, which reach the plugin with its options.
   prefix: true,
   logLevel: true,
@@ -185,7 +194,8 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     handlerTimeout: positiveInteger(options.handlerTimeout, 'handlerTimeout'),
     idempotency: resolveIdempotency(options.idempotency),
     batch: resolveBatch(options.batch),
-    openapi: resolveOpenApiInfo(options.openapi)
+    openapi: resolveOpenApiInfo(options.openapi),
+    docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage')
   })
 }
 

@@ -1,22 +1,15 @@
 // What `npm install fastify-api-conventions` gets: the tarball holds the compiled package
 // (dist/lib: .js and .d.ts), package.json, README.md, LICENSE and CHANGELOG.md, and nothing else:
 // no demo, tests, benchmarks, and no source map pointing at TypeScript sources that are not shipped.
-// The package is built into a temporary directory beside a copy of package.json and packed there,
-// so whatever other builds left in this checkout's dist/ cannot hide or add anything.
+// The package is built into a temporary directory (helpers/pack.ts) and packed there.
 import t from 'tap'
-import { execFile } from 'node:child_process'
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
+import { dirname, join, relative, resolve } from 'node:path'
+import { buildPackage, documents, npmEnv, root, run } from './helpers/pack.js'
 
 // Compiling the package and running npm take seconds each on a busy machine.
 t.setTimeout(120_000)
-
-const root = fileURLToPath(new URL('..', import.meta.url))
-const run = promisify(execFile)
-const documents = ['README.md', 'LICENSE', 'CHANGELOG.md']
 
 function filesUnder (dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap(entry =>
@@ -25,12 +18,12 @@ function filesUnder (dir: string): string[] {
 
 interface Packed { name: string, files: Array<{ path: string }> }
 
+const dir = mkdtempSync(join(tmpdir(), 'api-conventions-pack-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+t.before(() => buildPackage(dir))
+
 t.test('the tarball holds the compiled package and its documents, nothing else', async t => {
-  const dir = mkdtempSync(join(tmpdir(), 'api-conventions-pack-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  for (const file of ['package.json', ...documents]) copyFileSync(join(root, file), join(dir, file))
-  await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', join(dir, 'dist')], { cwd: root })
-  const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: dir, env: { ...process.env, npm_config_loglevel: 'silent' } })
+  const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: dir, env: npmEnv })
   const [packed] = JSON.parse(stdout) as Packed[]
   const paths = packed.files.map(file => file.path).sort()
 
@@ -54,4 +47,56 @@ t.test('the tarball holds the compiled package and its documents, nothing else',
   // A compiled file naming a map that is not shipped would send debuggers looking for it.
   const mapped = paths.filter(path => path.startsWith('dist/') && readFileSync(join(dir, path), 'utf8').includes('sourceMappingURL'))
   t.same(mapped, [], 'no compiled file refers to a source map')
+})
+
+interface Manifest {
+  dependencies: Record<string, string>
+  peerDependencies: Record<string, string>
+  peerDependenciesMeta: Record<string, { optional?: boolean }>
+  devDependencies: Record<string, string>
+}
+
+// What only one feature needs is an optional peer, imported when the feature is used
+// (optional-packages.test.ts); the application's own fastify and TypeBox are the plugin's.
+const peers = ['fastify', '@sinclair/typebox']
+const optionalPeers = ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference']
+
+t.test('fastify and TypeBox are peer dependencies; the SQL driver, PGlite and Scalar optional ones', async t => {
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest
+  t.same(Object.keys(manifest.peerDependencies).sort(), [...peers, ...optionalPeers].sort(), 'the peer dependencies')
+  t.same(Object.keys(manifest.peerDependenciesMeta).filter(name => manifest.peerDependenciesMeta[name].optional === true).sort(), [...optionalPeers].sort(), 'the optional ones')
+  // ioredis is not needed at all: the application passes its own client.
+  const installedByAll = Object.keys(manifest.dependencies)
+  t.same(installedByAll.filter(name => [...peers, ...optionalPeers, 'ioredis', '@types/pg'].includes(name)), [], 'none is a dependency every user installs')
+  // The repository's own tests and demo use every one of them.
+  for (const name of [...peers, ...optionalPeers]) t.equal(manifest.devDependencies[name], manifest.peerDependencies[name], `${name} is a development dependency of the same range`)
+})
+
+// `import … from '…'`, `export … from '…'` and `import('…')` in a declaration file.
+const specifier = /(?:\bfrom\s*|\bimport\s*\(\s*)['"]([^'"]+)['"]/g
+
+/** The packages the declarations reachable from `entry` import, each with the first file importing it. */
+function declaredImports (entry: string): Map<string, string> {
+  const packages = new Map<string, string>()
+  const seen = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    for (const [, path] of readFileSync(file, 'utf8').matchAll(specifier)) {
+      if (path.startsWith('.')) visit(resolve(dirname(file), path.replace(/\.js$/, '.d.ts')))
+      else if (!packages.has(path)) packages.set(path, relative(dir, file))
+    }
+  }
+  visit(entry)
+  return packages
+}
+
+t.test('the entry\'s declarations import only Node, the peers and the plugin\'s own dependencies', async t => {
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest
+  const imported = declaredImports(join(dir, 'dist/lib/index.d.ts'))
+  t.ok(imported.has('fastify'), 'the declarations are followed')
+  const allowed = (name: string) => name.startsWith('node:') || peers.includes(name) || Object.hasOwn(manifest.dependencies, name)
+  t.same([...imported].filter(([name]) => !allowed(name)), [], 'no optional package, and nothing a user may not have installed')
+  // The Fastify augmentation (request.principal, request.audit) is reached from the entry.
+  t.match(readFileSync(join(dir, 'dist/lib/index.d.ts'), 'utf8'), /from '\.\/security\/index\.js'/)
 })

@@ -1,11 +1,13 @@
 // The OpenAPI 3.1 definition and the reference page (spec "What the service does" 2, 3: every
 // method and the hypermedia links documented): @fastify/swagger collects the complete route
 // schemas of routes/route-schema.ts; `{prefix}/openapi.json` serves the document and
-// `{prefix}/docs` renders it with Scalar, from the package's own bundle (no CDN).
+// `{prefix}/docs` renders it with Scalar, from the package's own bundle (no CDN), when Scalar is
+// installed (an optional peer dependency) or asked for.
 import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
-import scalar from '@scalar/fastify-api-reference'
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import { findOptional, importOptional } from '../optional.js'
 import { pageSpec, registerRoute } from '../routes/table.js'
 import { routePrefix } from '../options.js'
 import type { ResolvedOptions } from '../options.js'
@@ -76,11 +78,25 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
       return reply.type('application/json; charset=utf-8').send(document)
     }
   }))
-  await app.register(docsPage, { url: `${prefix}/openapi.json`, title: info.title })
+  const scalar = await docsRenderer(options.docsPage)
+  if (scalar === null) app.log.info('api-conventions: no docs page, @scalar/fastify-api-reference is not installed')
+  else if (scalar !== undefined) await app.register(docsPage, { scalar, url: `${prefix}/openapi.json`, title: info.title })
+}
+
+type ScalarPlugin = FastifyPluginAsync<FastifyApiReferenceOptions>
+const scalarPackage = '@scalar/fastify-api-reference'
+
+/** Scalar's plugin; undefined when the page is off, null when it is left to Scalar being installed and it is not. */
+async function docsRenderer (docsPage: boolean | undefined): Promise<ScalarPlugin | null | undefined> {
+  if (docsPage === false) return undefined
+  const module = docsPage === true
+    ? await importOptional<{ default: ScalarPlugin }>(scalarPackage, 'docsPage')
+    : await findOptional<{ default: ScalarPlugin }>(scalarPackage)
+  return module?.default ?? null
 }
 
 /** Scalar's routes (`/docs`, its redirect and its script), public and with the CSP the page needs, each given a route spec as Scalar adds it. */
-async function docsPage (app: FastifyInstance, { url, title }: { url: string, title: string }) {
+async function docsPage (app: FastifyInstance, { scalar, url, title }: { scalar: ScalarPlugin, url: string, title: string }) {
   const produces = ['text/html', 'application/javascript']
   // The methods of each path, filled as Scalar adds its routes (GET, then Fastify's HEAD).
   const allowAt = new Map<string, string[]>()

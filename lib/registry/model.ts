@@ -71,16 +71,16 @@ export interface ResourceShape<S extends TObject = TObject> {
   readonly singular: string
   readonly schema: S
   /** Server-assigned identifier field; must be a read-only string. Default `id`. */
-  readonly idField?: string
+  readonly idField?: string | undefined
   /** Default 20. */
-  readonly defaultPageSize?: number
+  readonly defaultPageSize?: number | undefined
   /** Default 100. */
-  readonly maxPageSize?: number
+  readonly maxPageSize?: number | undefined
   /** Operations to expose; the others answer 405. Default: all. */
-  readonly operations?: readonly Operation[]
-  readonly relations?: Readonly<Record<string, RelationDefinition>>
+  readonly operations?: readonly Operation[] | undefined
+  readonly relations?: Readonly<Record<string, RelationDefinition>> | undefined
   /** Creates the id of a new record. Default: UUIDv7 (time-ordered). */
-  readonly generateId?: () => string
+  readonly generateId?: (() => string) | undefined
   /** PUT, PATCH and DELETE without If-Match get 428; overrides the plugin's `requireIfMatch`. */
-  readonly requireIfMatch?: boolean
+  readonly requireIfMatch?: boolean | undefined
 }

@@ -26,7 +26,7 @@ import type { WriteHandler } from './write.js'
 
 export interface BatchOptions {
   /** The most operations one batch may hold. Default 100. */
-  readonly maxOperations?: number
+  readonly maxOperations?: number | undefined
 }
 
 export interface ResolvedBatch { readonly maxOperations: number }

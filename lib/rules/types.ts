@@ -15,16 +15,16 @@ export type RowRule<P> = string | ((principal: P | null) => string | null)
 
 /** Whether a caller may read (and so select, filter and sort by) a field, and write it. Default: yes. */
 export interface FieldRule<P> {
-  readonly read?: (principal: P | null) => boolean
-  readonly write?: (principal: P | null) => boolean
+  readonly read?: ((principal: P | null) => boolean) | undefined
+  readonly write?: ((principal: P | null) => boolean) | undefined
 }
 
 export interface ResourceRules<T, P> {
   /** The records a caller may see; the others do not exist for it (404, not counted, never embedded). */
-  readonly read?: RowRule<P>
+  readonly read?: RowRule<P> | undefined
   /** Among the visible records, those a caller may change (REPLACE, MODIFY, DELETE: else 403) and create. Default: all. */
-  readonly write?: RowRule<P>
-  readonly fields?: { readonly [K in keyof T]?: FieldRule<P> }
+  readonly write?: RowRule<P> | undefined
+  readonly fields?: { readonly [K in keyof T]?: FieldRule<P> } | undefined
 }
 
 export interface ServerValueContext<T, P> {
@@ -88,7 +88,7 @@ export interface WriteHooks<T, P> {
 
 /** What a resource definition may add (define.ts). */
 export interface ApplicationRules<T, P> {
-  readonly rules?: ResourceRules<T, P>
-  readonly serverValues?: { readonly [K in keyof T]?: ServerValue<T[K], T, P> }
-  readonly hooks?: WriteHooks<T, P>
+  readonly rules?: ResourceRules<T, P> | undefined
+  readonly serverValues?: { readonly [K in keyof T]?: ServerValue<T[K], T, P> } | undefined
+  readonly hooks?: WriteHooks<T, P> | undefined
 }

@@ -34,15 +34,15 @@ export interface AuthorizationCheck<P = unknown> {
 
 export interface AuthOptions<P = unknown> {
   /** `realm` of the challenges in WWW-Authenticate. Default `api`. */
-  readonly realm?: string
+  readonly realm?: string | undefined
   /** `authorization_uri` of the Bearer challenge: where clients obtain a token. */
-  readonly authorizationUri?: string
+  readonly authorizationUri?: string | undefined
   /** Verifies a Bearer token (RFC 6750); required. */
   bearer (token: string, request: FastifyRequest): Verified<P>
   /** Verifies Basic credentials (RFC 7617); the scheme is refused when absent. */
   basic? (user: string, password: string, request: FastifyRequest): Verified<P>
   /** Legacy `x-api-key` values and their principals; the method is off unless given. Compared in constant time. */
-  readonly apiKeys?: Iterable<readonly [string, P]>
+  readonly apiKeys?: Iterable<readonly [string, P]> | undefined
   /** Per-resource, per-operation check; false (or a rejected promise with a 403) refuses with 403. Default: allow. */
   authorize? (check: AuthorizationCheck<P>): boolean | Promise<boolean>
   /** The rate-limit key of a principal. Default: its `id` when a string or number, else a digest of the credentials. */

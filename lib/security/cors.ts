@@ -11,7 +11,7 @@ export interface CorsOptions {
   /** Origins allowed in `Origin`, e.g. `https://app.example.com`; `*` is refused. Default: none. */
   readonly origins: readonly string[]
   /** Access-Control-Max-Age of preflight answers, in seconds. Default 600. */
-  readonly maxAge?: number
+  readonly maxAge?: number | undefined
 }
 
 export interface ResolvedCors {

@@ -9,9 +9,9 @@ export interface DeprecationOptions {
   /** When the API or resource is (or will be) deprecated: a Date or an ISO 8601 string. */
   readonly date: Date | string
   /** When it stops answering; not before `date`. */
-  readonly sunset?: Date | string
+  readonly sunset?: Date | string | undefined
   /** A page describing the deprecation and what to use instead. */
-  readonly link?: string
+  readonly link?: string | undefined
 }
 
 export interface DeprecationHeaders {

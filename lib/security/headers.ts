@@ -65,9 +65,9 @@ export function resolveHeaderValue (value: unknown, name: string): string | unde
 /** What one resource changes about its responses' headers (option `resourcePolicies`). */
 export interface ResourcePolicy {
   /** Cache-Control of the resource's successful GET/HEAD responses, e.g. `private, max-age=60`. Default: the API's. */
-  readonly cacheControl?: string
+  readonly cacheControl?: string | undefined
   /** Marks the resource deprecated: Deprecation, Sunset and Link on each of its responses. */
-  readonly deprecation?: DeprecationOptions
+  readonly deprecation?: DeprecationOptions | undefined
 }
 
 const policyKeys = knownKeys({ cacheControl: true, deprecation: true } satisfies Record<keyof ResourcePolicy, true>)

@@ -11,13 +11,13 @@ import { stampRequestId } from './request-id.js'
 /** Options of `guardHostRoutes`; the first three as the plugin's options of the same names. */
 export interface HostRouteOptions {
   /** The plugin's prefix: problem `type`s point at its problem pages (`/v1/problems/not-found`). */
-  readonly prefix?: string
+  readonly prefix?: string | undefined
   /** Where problem `type`s point instead of `${prefix}/problems/`. */
-  readonly problemTypeBase?: string
+  readonly problemTypeBase?: string | undefined
   /** `flat` (default): the problem is the body; `envelope`: it is wrapped in `errors`. */
-  readonly errorFormat?: 'flat' | 'envelope'
+  readonly errorFormat?: 'flat' | 'envelope' | undefined
   /** Origins accepted in `Origin`; a request naming another is 403. Default: Origin is not checked. */
-  readonly allowedOrigins?: readonly string[]
+  readonly allowedOrigins?: readonly string[] | undefined
   /** The methods a path has, for 405 with Allow; a path it gives none for is 404. Default: every path 404. */
   readonly allowedMethods?: (path: string) => readonly string[] | undefined
 }

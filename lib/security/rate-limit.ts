@@ -4,10 +4,17 @@
 import { createRequire } from 'node:module'
 import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Redis } from 'ioredis'
 import { OptionsInvalidError, RateLimitedError, withHeaders } from '../errors.js'
 import type { MaybePromise } from './edge.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
+
+/**
+ * An ioredis client (`new Redis(…)`), as the counters use it: they define one Lua command on it.
+ * Declared here so that the package's types need no `ioredis`.
+ */
+export interface RedisClient {
+  defineCommand (name: string, definition: { lua: string, numberOfKeys?: number }): void
+}
 
 export interface RateLimitOptions {
   /** Requests per key per window. */
@@ -15,21 +22,21 @@ export interface RateLimitOptions {
   /** Window length: milliseconds, or a duration such as `1 minute`, `30 seconds`. */
   readonly timeWindow: number | string
   /** An ioredis client: counters then live in Redis, shared by every instance using it. The host closes it. */
-  readonly redis?: Redis
+  readonly redis?: RedisClient | undefined
   /** Prefix of the Redis keys. Default `api-conventions-rate-limit:`. */
-  readonly nameSpace?: string
+  readonly nameSpace?: string | undefined
   /**
    * The form of Retry-After on a 429 (spec "Response headers": seconds or an RFC 5322 date).
    * Default `seconds`: it means the same to a client whose clock is off; `date` is the form the
    * spec recommends.
    */
-  readonly retryAfter?: 'seconds' | 'date'
+  readonly retryAfter?: 'seconds' | 'date' | undefined
 }
 
 export interface ResolvedRateLimit {
   readonly max: number
   readonly timeWindow: number
-  readonly redis: Redis | undefined
+  readonly redis: RedisClient | undefined
   readonly nameSpace: string
   readonly retryAfter: 'seconds' | 'date'
 }
@@ -59,7 +66,7 @@ export function resolveRateLimit (value: unknown): ResolvedRateLimit | null {
   }
   if (typeof nameSpace !== 'string' || nameSpace === '') throw new OptionsInvalidError(`rateLimit.nameSpace must be a non-empty string, received ${JSON.stringify(nameSpace)}`)
   if (retryAfter !== 'seconds' && retryAfter !== 'date') throw new OptionsInvalidError(`rateLimit.retryAfter must be 'seconds' or 'date', received ${JSON.stringify(retryAfter)}`)
-  return Object.freeze({ max, timeWindow, redis: redis as Redis | undefined, nameSpace, retryAfter })
+  return Object.freeze({ max, timeWindow, redis: redis as RedisClient | undefined, nameSpace, retryAfter })
 }
 
 interface Count { readonly current: number, readonly ttl: number }
@@ -68,7 +75,7 @@ interface CounterStore { incr (key: string, callback: (error: Error | null, coun
 type StoreClass<A extends unknown[]> = new (continueExceeding: boolean, exponentialBackoff: boolean, ...rest: A) => CounterStore
 const require = createRequire(import.meta.url)
 const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as StoreClass<[cache: number]>
-const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as StoreClass<[redis: Redis, nameSpace: string]>
+const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as StoreClass<[redis: RedisClient, nameSpace: string]>
 
 /** The key of a request without a principal: its client address (an IPv6 client by its /64). */
 export const addressKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`

@@ -36,7 +36,7 @@ interface Table {
 
 export interface MemoryStoreOptions {
   /** Clock for modification times and for when kept responses expire; default `() => new Date()`. */
-  readonly now?: () => Date
+  readonly now?: (() => Date) | undefined
 }
 
 /** A response kept under an Idempotency-Key: JSON text, so every claim reads a copy, round-tripped as in SQL. */

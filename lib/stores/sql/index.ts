@@ -1,11 +1,14 @@
 // The PostgreSQL store's factories: `postgresStore` over a node-postgres pool,
 // `pgliteStore` over embedded PGlite. Both give the same SqlStore; the plugin never knows which.
+// Each driver is an optional peer dependency, imported only when its factory has to open a
+// connection itself: a pool or instance passed in needs no import at all.
 import { mkdir } from 'node:fs/promises'
-import pg from 'pg'
-import { PGlite } from '@electric-sql/pglite'
 import type { Store } from '../store.js'
 import { poolDatabase } from './pg.js'
+import type { PostgresPool } from './pg.js'
 import { pgliteDatabase } from './pglite.js'
+import type { PgliteInstance } from './pglite.js'
+import { importOptional } from '../../optional.js'
 import { SqlStore } from './store.js'
 import type { SqlDatabase } from './store.js'
 import type { TableMapping } from './table.js'
@@ -13,28 +16,32 @@ import { knownKeys, refuseUnknownKeys } from '../../options-check.js'
 import { OptionsInvalidError } from '../../errors.js'
 
 export type { TableMapping } from './table.js'
+export type { PostgresPool, PostgresClient } from './pg.js'
+export type { PgliteInstance, PgliteQueryable } from './pglite.js'
 
 export interface SqlStoreOptions {
   /** PostgreSQL schema holding the tables, created if missing. Default: the connection's current schema (normally `public`). */
-  readonly schema?: string
+  readonly schema?: string | undefined
   /** Per resource name: a different table name, field → column names, bookkeeping column names. */
-  readonly tables?: Readonly<Record<string, TableMapping>>
+  readonly tables?: Readonly<Record<string, TableMapping>> | undefined
   /** Create missing tables and add missing columns, foreign keys and indexes on first use. Default true. */
-  readonly migrate?: boolean
+  readonly migrate?: boolean | undefined
   /** `Retry-After` of the 503 answered while the database is unreachable. Default 2. */
-  readonly retryAfterSeconds?: number
+  readonly retryAfterSeconds?: number | undefined
 }
 
 export interface PostgresStoreOptions extends SqlStoreOptions {
-  /** A pool you own: the store uses it and leaves closing it to you. */
-  readonly pool?: pg.Pool
+  /** A pool you own (`new pg.Pool(…)`): the store uses it and leaves closing it to you. */
+  readonly pool?: PostgresPool | undefined
   /** Otherwise the store creates (and on close ends) a pool from this URL and `poolOptions`. */
-  readonly connectionString?: string
+  readonly connectionString?: string | undefined
   /**
    * Options of the pool the store creates; they override its defaults (`connectionTimeoutMillis`
-   * 5000, `keepAlive` true, `statement_timeout` = `queryTimeoutMillis`).
+   * 5000, `keepAlive` true, `statement_timeout` = `queryTimeoutMillis`). Any node-postgres
+   * `PoolConfig`: typed loosely so that these types need no `@types/pg`; write
+   * `satisfies pg.PoolConfig` to have them checked.
    */
-  readonly poolOptions?: pg.PoolConfig
+  readonly poolOptions?: object | undefined
   /**
    * The longest a request waits on the database, in milliseconds; then it answers 503 with
    * `Retry-After`. On a pool the store creates, the server cancels a statement running this long
@@ -43,14 +50,14 @@ export interface PostgresStoreOptions extends SqlStoreOptions {
    * host, a network partition) cannot hold requests. Connecting is bounded by the pool's
    * `connectionTimeoutMillis`. Default 10000.
    */
-  readonly queryTimeoutMillis?: number
+  readonly queryTimeoutMillis?: number | undefined
 }
 
 export interface PgliteStoreOptions extends SqlStoreOptions {
-  /** A PGlite instance you own: the store uses it and leaves closing it to you. */
-  readonly db?: PGlite
+  /** A PGlite instance you own (`await PGlite.create()`): the store uses it and leaves closing it to you. */
+  readonly db?: PgliteInstance | undefined
   /** Otherwise the store opens (and on close closes) PGlite with its files here, created if missing. */
-  readonly dataDir?: string
+  readonly dataDir?: string | undefined
 }
 
 /**
@@ -77,7 +84,7 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
   }
   // Fail a connection attempt in seconds rather than waiting for the operating system's timeout;
   // keepalive probes find a peer that vanished while its connection sat idle in the pool.
-  const pool = options.pool ?? new pg.Pool({
+  const pool = options.pool ?? new (await importOptional<typeof import('pg')>('pg', 'postgresStore')).Pool({
     connectionTimeoutMillis: 5000,
     keepAlive: true,
     statement_timeout: queryTimeoutMillis,
@@ -100,7 +107,12 @@ export async function pgliteStore (options: PgliteStoreOptions): Promise<Store> 
   const { db, dataDir } = options
   if ((db === undefined) === (dataDir === undefined)) throw new TypeError('pgliteStore: give either db (a PGlite instance) or dataDir, one of them')
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true })
-  return await openStore(pgliteDatabase(db ?? await PGlite.create({ dataDir }), db === undefined), options)
+  return await openStore(pgliteDatabase(db ?? await openPglite(dataDir), db === undefined), options)
+}
+
+async function openPglite (dataDir: string | undefined): Promise<PgliteInstance> {
+  const { PGlite } = await importOptional<typeof import('@electric-sql/pglite')>('@electric-sql/pglite', 'pgliteStore')
+  return await PGlite.create({ dataDir })
 }
 
 const sqlKeys = { schema: true, tables: true, migrate: true, retryAfterSeconds: true } as const satisfies Record<keyof SqlStoreOptions, true>

@@ -1,7 +1,28 @@
 // node-postgres behind the store's query interface: one of the two engines of the one SQL store.
-import type pg from 'pg'
+// The part of node-postgres it uses is declared here, so that the package's types need neither
+// `pg` nor `@types/pg`, and a `pg.Pool` is checked against it where a user passes one.
 import { isUnavailable } from './store.js'
 import type { QueryFunction, SqlDatabase } from './store.js'
+
+interface ArrayQuery { text: string, values: unknown[], rowMode: 'array', query_timeout?: number }
+interface ArrayResult { rows: unknown[][] }
+
+/** A connection of a node-postgres pool, as the store uses it. */
+export interface PostgresClient {
+  query (config: ArrayQuery): Promise<ArrayResult>
+  query (config: ArrayQuery, callback: (error: Error | undefined, result: ArrayResult | undefined) => void): void
+  release (error?: Error | boolean): void
+  once (event: 'error', listener: (error: Error) => void): unknown
+  removeListener (event: 'error', listener: (error: Error) => void): unknown
+}
+
+/** A node-postgres `Pool` (`new pg.Pool(…)`), as the store uses it. */
+export interface PostgresPool {
+  connect (): Promise<PostgresClient>
+  connect (callback: (error: Error | undefined, client: PostgresClient | undefined, release: (error?: Error | boolean) => void) => void): void
+  on (event: 'error', listener: (error: Error) => void): unknown
+  end (): Promise<void>
+}
 
 function ignore () {}
 
@@ -15,16 +36,14 @@ function connectionFailed (error: unknown): boolean {
  * long the driver waits for any one answer before it gives up on the connection (a server that
  * stops answering must not hold requests forever: they end in 503, spec "Errors").
  */
-export function poolDatabase (pool: pg.Pool, owned: boolean, queryTimeoutMillis: number): SqlDatabase {
+export function poolDatabase (pool: PostgresPool, owned: boolean, queryTimeoutMillis: number): SqlDatabase {
   // An idle client whose server went away emits 'error' on the pool; unhandled, that event would
   // crash the process. The pool drops the client; the next query reconnects or fails with a 503.
   pool.on('error', ignore)
   // On a connection of a transaction: node-postgres query_timeout rejects with 'Query read timeout'
   // (a 503). Not async: one promise step per query instead of three. It only reads `values`.
-  const send = (client: pg.PoolClient, text: string, values: readonly unknown[] = []) => {
-    const config: pg.QueryArrayConfig & { query_timeout: number } = { text, values: values as unknown[], rowMode: 'array', query_timeout: queryTimeoutMillis }
-    return client.query<unknown[]>(config).then(result => result.rows)
-  }
+  const send = (client: PostgresClient, text: string, values: readonly unknown[] = []) =>
+    client.query({ text, values: values as unknown[], rowMode: 'array', query_timeout: queryTimeoutMillis }).then(result => result.rows)
   /**
    * A query outside a transaction: what `pool.query` does (a connection of its own, discarded when
    * anything fails), with the timeout kept here. node-postgres' own query_timeout keeps each
@@ -49,7 +68,7 @@ export function poolDatabase (pool: pg.Pool, owned: boolean, queryTimeoutMillis:
       // The message node-postgres gives its own timeout: a 503 (isUnavailable).
       const timer = setTimeout(() => finish(new Error('Query read timeout')), queryTimeoutMillis)
       client.once('error', finish)
-      client.query<unknown[]>({ text, values: values as unknown[], rowMode: 'array' }, (error, result) => finish(error, result?.rows))
+      client.query({ text, values: values as unknown[], rowMode: 'array' }, (error, result) => finish(error, result?.rows))
     })
   })
   return {

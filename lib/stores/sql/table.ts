@@ -8,13 +8,13 @@ import { ident, join, raw, sql, Sql, toQuery } from './sql.js'
 /** Maps a resource onto a table someone else manages (or renames ours). */
 export interface TableMapping {
   /** Default: the resource name, e.g. `books`. */
-  readonly table?: string
+  readonly table?: string | undefined
   /** Field name → column name; fields not listed use their own name. */
-  readonly columns?: Readonly<Record<string, string>>
+  readonly columns?: Readonly<Record<string, string>> | undefined
   /** Default `version`. */
-  readonly versionColumn?: string
+  readonly versionColumn?: string | undefined
   /** Default `modified_at`. */
-  readonly modifiedAtColumn?: string
+  readonly modifiedAtColumn?: string | undefined
 }
 
 export interface Column {

@@ -1,0 +1,26 @@
+// Packages only one feature needs (optional peer dependencies: a SQL driver, PGlite, the docs
+// page's renderer): imported when that feature is used, so an application without it installs none.
+import { OptionsInvalidError } from './errors.js'
+
+/** Node's error for a package it cannot find, naming it (not one of the package's own imports). */
+function isMissing (error: unknown, name: string): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
+  return code === 'ERR_MODULE_NOT_FOUND' && String(message).includes(`'${name}'`)
+}
+
+/** The package `name`, or null when it is not installed; any other failure to load it is thrown. */
+export async function findOptional<T> (name: string): Promise<T | null> {
+  try {
+    return await import(name) as T
+  } catch (error) {
+    if (isMissing(error, name)) return null
+    throw error
+  }
+}
+
+/** The package `name` that `feature` needs: when it is not installed, API_ERR_OPTIONS_INVALID says what to install. */
+export async function importOptional<T> (name: string, feature: string): Promise<T> {
+  const found = await findOptional<T>(name)
+  if (found === null) throw new OptionsInvalidError(`${feature} needs the package ${name}, which is not installed: npm install ${name}`)
+  return found
+}
