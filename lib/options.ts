@@ -15,7 +15,7 @@ import type { RateLimitOptions, ResolvedRateLimit } from './security/rate-limit.
 import { resolveDeprecation } from './security/deprecation.js'
 import type { DeprecationHeaders, DeprecationOptions } from './security/deprecation.js'
 import { resolveHeaderValue, resolveResourcePolicies } from './security/headers.js'
-import type { ResolvedResourcePolicy, ResourcePolicy } from './security/headers.js'
+import type { FeaturePolicyHeader, HeaderProfile, ResolvedResourcePolicy, ResourcePolicy } from './security/headers.js'
 import { positiveInteger } from './security/limits.js'
 import { resolveIdempotency } from './idempotency.js'
 import type { IdempotencyOptions, ResolvedIdempotency } from './idempotency.js'
@@ -50,6 +50,10 @@ export interface ApiConventionsOptions {
   readonly rateLimit?: RateLimitOptions | false
   /** Cache-Control of every response. Default `no-store`. */
   readonly cacheControl?: string
+  /** `api` (default): the spec's security headers only; `document`: also helmet's browser-document headers, for an API that serves pages too. */
+  readonly headerProfile?: HeaderProfile
+  /** The name the feature policy goes under: `permissions-policy` (default, what browsers read) or `feature-policy` (the spec's older name). */
+  readonly featurePolicyHeader?: FeaturePolicyHeader
   /** Marks the whole API deprecated: Deprecation, Sunset and Link on every response. */
   readonly deprecation?: DeprecationOptions
   /** Per-resource Cache-Control and deprecation, keyed by resource name. */
@@ -85,6 +89,8 @@ export interface ResolvedOptions {
   readonly cors: ResolvedCors
   readonly rateLimit: ResolvedRateLimit | null
   readonly cacheControl: string
+  readonly headerProfile: HeaderProfile
+  readonly featurePolicyHeader: FeaturePolicyHeader
   readonly deprecation: DeprecationHeaders | undefined
   readonly resourcePolicies: ReadonlyMap<string, ResolvedResourcePolicy>
   readonly maxQueryLength: number
@@ -110,6 +116,8 @@ const optionKeys = knownKeys({
   cors: true,
   rateLimit: true,
   cacheControl: true,
+  headerProfile: true,
+  featurePolicyHeader: true,
   deprecation: true,
   resourcePolicies: true,
   maxQueryLength: true,
@@ -178,6 +186,8 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     cors: resolveCors(options.cors),
     rateLimit: resolveRateLimit(options.rateLimit),
     cacheControl: resolveHeaderValue(options.cacheControl, 'cacheControl') ?? 'no-store',
+    headerProfile: oneOf(options, 'headerProfile', ['api', 'document'], 'api'),
+    featurePolicyHeader: oneOf(options, 'featurePolicyHeader', ['permissions-policy', 'feature-policy'], 'permissions-policy'),
     deprecation: resolveDeprecation(options.deprecation, 'deprecation'),
     resourcePolicies: resolveResourcePolicies(options.resourcePolicies, (options.resources as Array<{ name: string } | null>).map(r => String(r?.name))),
     maxQueryLength: positiveInteger(options.maxQueryLength, 'maxQueryLength') ?? 4096,

@@ -94,7 +94,7 @@ async function docsPage (app: FastifyInstance, { url, title }: { url: string, ti
       allow,
       operation: 'docs',
       responseTypes: produces,
-      config: { contentSecurityPolicy: docsContentSecurityPolicy },
+      config: { contentSecurityPolicy: docsContentSecurityPolicy, documentHeaders: true },
       schema: { ...route.schema },
       handler: route.handler
     })
