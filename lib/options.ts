@@ -24,7 +24,7 @@ import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
-  /** `flat`: RFC 7807 members at the top level (default); `envelope`: the same members under `errors`. */
+  /** `flat`: RFC 9457 members at the top level (default); `envelope`: the same members under `errors`. */
   readonly errorFormat?: 'flat' | 'envelope'
   /** `nested`: one resource as `data.{singular}` (default); `flat`: directly in `data`. */
   readonly singleResource?: 'nested' | 'flat'
