@@ -178,7 +178,7 @@ export function createHeaderHooks (options: Required<SecurityHeaderOptions>, api
   const fixed = Object.freeze({ ...fixedHeaders, vary: 'Origin, Accept' })
   // What a page's answer adds to, or changes in, the fixed headers; nothing when they are a document's already.
   const pageHeaders = Object.freeze(Object.fromEntries(Object.entries(securityHeaders({ ...options, headerProfile: 'document' }))
-    .filter(([name, value]) => name !== 'cache-control' && fixedHeaders[name] !== value)))
+    .filter(([name, value]) => fixedHeaders[name] !== value)))
 
   const names = Object.keys(fixed)
   const fixedCopy = () => {
