@@ -384,18 +384,18 @@ function postgresRoutes (app: FastifyInstance, pool: pg.Pool) {
 
 /**
  * The response headers the plugin's demo configuration sends on every answer besides the
- * baseline's own (security and caching headers, Vary, Request-Id, RateLimit-*), set the way a
- * hand-written route would: one prepared object and three per-request values. The RateLimit
- * values count down without limiting anything. For the `BASELINE_HEADERS=plugin` side of
+ * baseline's own (security and caching headers, Vary, Request-Id, RateLimit-Policy and RateLimit),
+ * set the way a hand-written route would: one prepared object and two per-request values. The
+ * RateLimit value counts down without limiting anything. For the `BASELINE_HEADERS=plugin` side of
  * run.ts: what sending those bytes costs by itself, without the plugin.
  */
 function pluginHeaders () {
-  const fixed = { ...securityHeaders(), vary: 'Origin, Accept', 'ratelimit-limit': '100000000' }
+  const fixed = { ...securityHeaders(), vary: 'Origin, Accept', 'ratelimit-policy': '"default";q=100000000;w=60' }
   let remaining = 100_000_000
   return function addPluginHeaders (reply: FastifyReply) {
     reply.headers(fixed)
     reply.header('request-id', randomUUID())
-    reply.header('ratelimit-remaining', String(--remaining)).header('ratelimit-reset', '60')
+    reply.header('ratelimit', `"default";r=${--remaining};t=60`)
   }
 }
 

@@ -13,6 +13,8 @@ export interface ProblemExtras {
   headers?: Record<string, string>
   /** The index of the batch operation that failed (routes/batch.ts). */
   operation?: number
+  /** A 429: the names of the quota policies exceeded (the `quota-exceeded` problem type's member). */
+  violatedPolicies?: readonly string[]
 }
 
 /** Attaches `invalidParams` to a catalogue error, for the problem renderer. */
@@ -30,12 +32,14 @@ export interface ErrorEntry {
   readonly code: string
   /** The HTTP status it answers with; boot errors carry 500 but are never answered. */
   readonly status: number
-  /** The problem `title` (RFC 7807 §3.1): the status's reason phrase. */
+  /** The problem `title` (RFC 9457 §3.1.3): the status's reason phrase. */
   readonly title: string
   /** When it is raised: the text of its problem page, and of the OpenAPI document where it alone has its status. */
   readonly description: string
   /** `not-found` for `API_ERR_NOT_FOUND`: the end of its problem `type` URL. */
   readonly slug: string
+  /** A registered problem type (RFC 9457 §4.2, the IANA HTTP Problem Types registry) used instead of the plugin's own URL. */
+  readonly type: string | undefined
   /** Thrown while registering, never answered: it has no problem type. */
   readonly boot: boolean
   /**
@@ -54,10 +58,10 @@ const table = new Map<string, ErrorEntry>()
 export const errorTable: ReadonlyMap<string, ErrorEntry> = table
 
 // A class is made by @fastify/error as ever, so its type stays what it was; its code and status are read off an instance.
-function enter<C extends FastifyErrorConstructor<{ code: string }, any[]>> (ErrorClass: C, description: string, kind: { boot?: true, forStatus?: true } = {}): C {
+function enter<C extends FastifyErrorConstructor<{ code: string }, any[]>> (ErrorClass: C, description: string, kind: { boot?: true, forStatus?: true, type?: string } = {}): C {
   const { code, statusCode } = new ErrorClass()
   const status = statusCode as number
-  table.set(code, { code, status, title: STATUS_CODES[status] as string, description, slug: problemSlug(code), boot: kind.boot === true, forStatus: kind.forStatus === true, ErrorClass })
+  table.set(code, { code, status, title: STATUS_CODES[status] as string, description, slug: problemSlug(code), type: kind.type, boot: kind.boot === true, forStatus: kind.forStatus === true, ErrorClass })
   return ErrorClass
 }
 
@@ -113,8 +117,10 @@ export const UnprocessableError = enter(createError<[string]>('API_ERR_UNPROCESS
   'The body is well-formed but refers to something that does not exist (for example an unknown related id).')
 export const PreconditionRequiredError = enter(createError<[string]>('API_ERR_PRECONDITION_REQUIRED', '%s', 428, Error, noStack),
   'This server requires If-Match on writes, so that updates are never lost.')
+/** The IANA HTTP Problem Types entry for a request over its quota (draft-ietf-httpapi-ratelimit-headers §5.1), with `violated-policies`. */
+export const quotaExceededType = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
 export const RateLimitedError = enter(createError<[string]>('API_ERR_RATE_LIMITED', 'Too many requests; retry after %s seconds.', 429, Error, noStack),
-  'Too many requests in the current window; Retry-After says when to try again.')
+  'Too many requests in the current window; Retry-After says when to try again, and violated-policies names the quota policy exceeded.', { type: quotaExceededType })
 export const HeadersTooLargeError = enter(createError('API_ERR_HEADERS_TOO_LARGE', 'The request headers are too large.', 431, Error, noStack),
   'The request headers exceed the configured size limit.')
 export const InternalError = enter(createError('API_ERR_INTERNAL', 'An unexpected error occurred.', 500),

@@ -15,7 +15,7 @@ import type { RateLimitOptions, ResolvedRateLimit } from './security/rate-limit.
 import { resolveDeprecation } from './security/deprecation.js'
 import type { DeprecationHeaders, DeprecationOptions } from './security/deprecation.js'
 import { resolveHeaderValue, resolveResourcePolicies } from './security/headers.js'
-import type { ResolvedResourcePolicy, ResourcePolicy } from './security/headers.js'
+import type { FeaturePolicyHeader, HeaderProfile, ResolvedResourcePolicy, ResourcePolicy } from './security/headers.js'
 import { positiveInteger } from './security/limits.js'
 import { resolveIdempotency } from './idempotency.js'
 import type { IdempotencyOptions, ResolvedIdempotency } from './idempotency.js'
@@ -24,7 +24,7 @@ import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
-  /** `flat`: RFC 7807 members at the top level (default); `envelope`: the same members under `errors`. */
+  /** `flat`: RFC 9457 members at the top level (default); `envelope`: the same members under `errors`. */
   readonly errorFormat?: 'flat' | 'envelope' | undefined
   /** `nested`: one resource as `data.{singular}` (default); `flat`: directly in `data`. */
   readonly singleResource?: 'nested' | 'flat' | undefined
@@ -50,6 +50,10 @@ export interface ApiConventionsOptions {
   readonly rateLimit?: RateLimitOptions | false | undefined
   /** Cache-Control of every response. Default `no-store`. */
   readonly cacheControl?: string | undefined
+  /** `api` (default): the spec's security headers only; `document`: also helmet's browser-document headers, for an API that serves pages too. */
+  readonly headerProfile?: HeaderProfile | undefined
+  /** The name the feature policy goes under: `feature-policy` (default, the spec's name) or `permissions-policy` (its successor, what browsers read). */
+  readonly featurePolicyHeader?: FeaturePolicyHeader | undefined
   /** Marks the whole API deprecated: Deprecation, Sunset and Link on every response. */
   readonly deprecation?: DeprecationOptions | undefined
   /** Per-resource Cache-Control and deprecation, keyed by resource name. */
@@ -91,6 +95,8 @@ export interface ResolvedOptions {
   readonly cors: ResolvedCors
   readonly rateLimit: ResolvedRateLimit | null
   readonly cacheControl: string
+  readonly headerProfile: HeaderProfile
+  readonly featurePolicyHeader: FeaturePolicyHeader
   readonly deprecation: DeprecationHeaders | undefined
   readonly resourcePolicies: ReadonlyMap<string, ResolvedResourcePolicy>
   readonly maxQueryLength: number
@@ -118,6 +124,8 @@ const optionKeys = knownKeys({
   cors: true,
   rateLimit: true,
   cacheControl: true,
+  headerProfile: true,
+  featurePolicyHeader: true,
   deprecation: true,
   resourcePolicies: true,
   maxQueryLength: true,
@@ -187,6 +195,8 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     cors: resolveCors(options.cors),
     rateLimit: resolveRateLimit(options.rateLimit),
     cacheControl: resolveHeaderValue(options.cacheControl, 'cacheControl') ?? 'no-store',
+    headerProfile: oneOf(options, 'headerProfile', ['api', 'document'], 'api'),
+    featurePolicyHeader: oneOf(options, 'featurePolicyHeader', ['feature-policy', 'permissions-policy'], 'feature-policy'),
     deprecation: resolveDeprecation(options.deprecation, 'deprecation'),
     resourcePolicies: resolveResourcePolicies(options.resourcePolicies, (options.resources as Array<{ name: string } | null>).map(r => String(r?.name))),
     maxQueryLength: positiveInteger(options.maxQueryLength, 'maxQueryLength') ?? 4096,

@@ -63,7 +63,7 @@ const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method
 
 /** The plugin's pipeline for these options. */
 export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext): Pipeline {
-  const headers = createHeaderHooks(options.cacheControl, options.deprecation)
+  const headers = createHeaderHooks(options, options.deprecation)
   const formats = createResponseFormats(app, models)
   return {
     requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null], [kCaller, null], [kKeyedTransaction, null]],

@@ -1,10 +1,10 @@
 // The one error path (spec "Errors" 1, 2): every error, not-found and 405 leaves as
-// application/problem+json, flat (RFC 7807) or under `errors` (or as application/problem+xml
-// when Accept prefers XML), and 5xx never leak internals.
+// application/problem+json, flat (RFC 9457, which obsoletes the spec's RFC 7807) or under `errors`
+// (or as application/problem+xml when Accept prefers XML), and 5xx never leak internals.
 import { STATUS_CODES } from 'node:http'
 import fastJson from 'fast-json-stringify'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, codeOfStatus, problemSlug, withHeaders } from './errors.js'
+import { BodyInvalidError, InternalError, MethodNotAllowedError, NotFoundError, StoreUnavailableError, HandlerTimeoutError, ServiceUnavailableError, codeOfStatus, errorTable, problemSlug, withHeaders } from './errors.js'
 import type { InvalidParam, ProblemExtras } from './errors.js'
 import { toInvalidParams } from './validation.js'
 import { addVary, wantsXmlProblem } from './http/negotiation.js'
@@ -24,7 +24,8 @@ export const problemSchema: { type: 'object', properties: Record<string, Record<
     invalidParams: {
       type: 'array',
       items: { type: 'object', properties: { name: { type: 'string' }, reason: { type: 'string' } }, required: ['name', 'reason'] }
-    }
+    },
+    'violated-policies': { type: 'array', items: { type: 'string' }, description: 'A 429 (quota-exceeded): the quota policies exceeded, as named in RateLimit-Policy.' }
   },
   required: ['type', 'title', 'status', 'detail']
 }
@@ -68,7 +69,7 @@ export interface ProblemOptions {
   readonly allowedMethods: (path: string) => readonly string[] | undefined
 }
 
-/** A problem to answer; `code` undefined: a status with no catalogue entry, typed `about:blank` (RFC 7807 §4.2). */
+/** A problem to answer; `code` undefined: a status with no catalogue entry, typed `about:blank` (RFC 9457 §4.2.1). */
 export interface Problem {
   readonly code: string | undefined
   readonly status: number
@@ -76,6 +77,7 @@ export interface Problem {
   readonly invalidParams?: readonly InvalidParam[]
   readonly headers?: Record<string, string>
   readonly operation?: number
+  readonly violatedPolicies?: readonly string[]
 }
 
 /** The members of a problem, as problemSchema lists them. */
@@ -87,19 +89,20 @@ export interface ProblemBody {
   readonly instance: string | undefined
   readonly operation: number | undefined
   readonly invalidParams: readonly InvalidParam[] | undefined
+  readonly 'violated-policies': readonly string[] | undefined
 }
 
 /**
  * The one builder of problem bodies, for the renderer below and for the socket and
  * router handlers the host installs (security/limits.ts). `form` is `errorFormat` unless the body
- * is written as XML, whose one form is the flat <problem> (RFC 7807 Appendix A).
+ * is written as XML, whose one form is the flat <problem> (RFC 9457 Appendix B).
  */
 export function problemBodyBuilder (options: Pick<ProblemOptions, 'errorFormat' | 'typeBase'>) {
-  // The type URL of each code, made once.
+  // The type URL of each code, made once: a registered type where the code has one, else the plugin's page.
   const typeUrls = new Map<string, string>()
   const typeOf = (code: string) => {
     let url = typeUrls.get(code)
-    if (url === undefined) typeUrls.set(code, url = options.typeBase + problemSlug(code))
+    if (url === undefined) typeUrls.set(code, url = errorTable.get(code)?.type ?? options.typeBase + problemSlug(code))
     return url
   }
   return function problemBody (problem: Problem, instance: string | undefined, form = options.errorFormat): ProblemBody | { errors: ProblemBody } {
@@ -111,7 +114,8 @@ export function problemBodyBuilder (options: Pick<ProblemOptions, 'errorFormat' 
       detail: problem.detail,
       instance,
       operation: problem.operation,
-      invalidParams: problem.invalidParams
+      invalidParams: problem.invalidParams,
+      'violated-policies': problem.violatedPolicies
     }
     return form === 'flat' ? body : { errors: body }
   }
@@ -132,7 +136,7 @@ function describe (error: FastifyError & ProblemExtras, request: FastifyRequest)
       : { code: 'API_ERR_INTERNAL', status: 500, detail: new InternalError().message }
   }
   // A 4xx from a dependency we do not map keeps its status; its message is the client's concern.
-  return { code, status, detail: error.message, invalidParams: error.invalidParams ?? impliedParams[String(code)], headers: error.headers, operation: error.operation }
+  return { code, status, detail: error.message, invalidParams: error.invalidParams ?? impliedParams[String(code)], headers: error.headers, operation: error.operation, violatedPolicies: error.violatedPolicies }
 }
 
 export function installProblemHandlers (app: FastifyInstance, options: ProblemOptions) {
@@ -145,7 +149,7 @@ export function installProblemHandlers (app: FastifyInstance, options: ProblemOp
     if (problem.headers !== undefined) reply.headers(problem.headers)
     // Accept picks the problem's form (on a route of one type, whether it is a 406), before its check too (RFC 9110 §12.5.5).
     addVary(reply, 'Accept')
-    // Accept preferring XML gets RFC 7807 Appendix A, whose one form is <problem>, whatever errorFormat says.
+    // Accept preferring XML gets RFC 9457 Appendix B, whose one form is <problem>, whatever errorFormat says.
     if (wantsXmlProblem(request)) {
       return reply.code(problem.status).type(problemXmlMediaType).serializer(writeProblemXml).send(problemBody(problem, instance, 'flat'))
     }

@@ -1,6 +1,6 @@
-// Audit headers (spec "Request headers", "Authentication" 5, "Limits"): each at
-// most 8 KB of strict base64, X-Audit-Consent a FHIR Consent; 400 naming the header otherwise;
-// decoded values on request.audit and in the log line of each write.
+// Audit headers (spec "Request headers", "Authentication" 5, "Limits"): each X-Audit-* at
+// most 8 KB of strict base64, X-Audit-Consent a FHIR Consent, X-Authenticated_User free text of at
+// most 8 KB; 400 naming the header otherwise; decoded values on request.audit and in the log line of each write.
 import { Writable } from 'node:stream'
 import t from 'tap'
 import type { AuditValues } from '../lib/index.js'
@@ -18,9 +18,10 @@ const valid = {
   'x-audit-device': b64(device),
   'x-audit-organisation': b64('https://org.example|4321'),
   'x-audit-user': b64('Ngā Tāngata|007'),
-  'x-authenticated_user': b64('billing-system')
+  'x-authenticated_user': 'billing-service'
 }
-const decoded: AuditValues = { consent: consent as AuditValues['consent'], device, organisation: 'https://org.example|4321', user: 'Ngā Tāngata|007', authenticatedUser: 'billing-system' }
+const decoded: AuditValues = { consent: consent as AuditValues['consent'], device, organisation: 'https://org.example|4321', user: 'Ngā Tāngata|007', authenticatedUser: 'billing-service' }
+const base64Headers = Object.keys(valid).filter(name => name.startsWith('x-audit-'))
 
 function capture () {
   const lines: Array<Record<string, unknown>> = []
@@ -59,16 +60,33 @@ t.test('each write with audit headers logs their decoded values; reads and plain
   t.ok(audited.every(line => typeof line.reqId === 'string'), 'each line carries the request id')
 })
 
-t.test('a header that is not strict base64 of UTF-8 is 400 naming it', async t => {
+t.test('an X-Audit-* header that is not strict base64 of UTF-8 is 400 naming it', async t => {
   const app = await buildApp(t)
   const bad = ['not base64!', 'QQ', 'QR==', 'QQ==\n', 'Q Q==', '/w==', 'QQ==QQ==', '=']
-  for (const name of Object.keys(valid)) {
+  for (const name of base64Headers) {
     for (const value of bad) {
       const res = await app.inject({ url: '/v1/books', headers: { [name]: value } })
       t.equal(res.statusCode, 400, `${name}: ${JSON.stringify(value)}`)
       t.match(res.headers['content-type'], /^application\/problem\+json/)
       t.match(res.json(), { type: '/v1/problems/header-invalid', invalidParams: [{ name: new RegExp(`^${name}$`, 'i'), reason: /base64/ }] })
     }
+  }
+})
+
+t.test('X-Authenticated_User is free text, kept as sent: base64 is not asked of it', async t => {
+  const seen: Array<string | undefined> = []
+  const app = await buildSecureApp(t, { auth: testAuth({ authorize: ({ request }) => { seen.push(request.audit?.authenticatedUser); return true } }) })
+  const texts = ['billing-service', 'not base64!', 'QQ', b64('billing-service'), 'Billing Service (EU) #2; v1.4', 's'.repeat(8192)]
+  for (const text of texts) t.equal((await app.inject({ url: '/v1/books', headers: { ...auth.read, 'x-authenticated_user': text } })).statusCode, 200, text.slice(0, 40))
+  t.same(seen, texts)
+})
+
+t.test('X-Authenticated_User longer than 8 KB, empty, or not visible ASCII is 400 naming it', async t => {
+  const app = await buildApp(t)
+  for (const text of ['s'.repeat(8193), '', 'Zoë', 'tab\there']) {
+    const res = await app.inject({ url: '/v1/books', headers: { 'x-authenticated_user': text } })
+    t.equal(res.statusCode, 400, JSON.stringify(text.slice(0, 20)))
+    t.same(res.json().invalidParams, [{ name: 'X-Authenticated_User', reason: 'must be 1 to 8192 characters of visible ASCII text' }])
   }
 })
 
@@ -94,7 +112,7 @@ t.test('X-Audit-Consent must decode to a JSON object with resourceType "Consent"
 
 t.test('every bad header is named at once, and a repeated header is refused', async t => {
   const app = await buildApp(t)
-  const res = await app.inject({ url: '/v1/books', headers: { 'x-audit-user': 'bad!', 'x-authenticated_user': 'bad!', 'x-audit-device': valid['x-audit-device'] } })
+  const res = await app.inject({ url: '/v1/books', headers: { 'x-audit-user': 'bad!', 'x-authenticated_user': 'Zoë', 'x-audit-device': valid['x-audit-device'] } })
   t.equal(res.statusCode, 400)
   t.same(res.json().invalidParams.map((p: { name: string }) => p.name), ['X-Audit-User', 'X-Authenticated_User'])
   const withDate = await app.inject({ url: '/v1/books', headers: { 'x-audit-user': 'bad!', date: 'nope' } })

@@ -54,7 +54,7 @@ t.test('an actual request from an allowed origin echoes it, with Vary and the ex
   t.ok(list(res.headers.vary).includes('origin'))
   t.notOk(res.headers['access-control-allow-credentials'])
   const exposed = list(res.headers['access-control-expose-headers'])
-  for (const name of ['etag', 'location', 'request-id', 'retry-after', 'link', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
+  for (const name of ['etag', 'location', 'request-id', 'retry-after', 'link', 'ratelimit', 'ratelimit-policy', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
     t.ok(exposed.includes(name), `exposes ${name}`)
   }
 })
@@ -91,7 +91,8 @@ t.test('a 414 and a 429 to an allowed origin carry Access-Control-Allow-Origin t
   t.equal(limited.headers['access-control-allow-origin'], allowed)
   t.match(limited.headers['content-type'], /^application\/problem\+json/)
   t.ok(list(limited.headers['access-control-expose-headers']).includes('retry-after'), 'the browser may read Retry-After')
-  t.match(limited.headers['retry-after'], /^\d+$/)
+  t.match(limited.headers['retry-after'], /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/, 'an HTTP date (rateLimit.retryAfter)')
+  t.ok(list(limited.headers['access-control-expose-headers']).includes('ratelimit'), 'and RateLimit')
 })
 
 t.test('OPTIONS without Access-Control-Request-Method is QUERY CAPABILITIES, with or without Origin', async t => {

@@ -67,6 +67,11 @@ t.test('bad deprecation options stop registration, naming the option', async t =
   }
 })
 
+t.test('a sunset at the deprecation date itself is accepted; the date is whole seconds (RFC 9745 §2)', async t => {
+  const app = await buildApp(t, { deprecation: { date: '2025-01-01T00:00:00.999Z', sunset: '2025-01-01T00:00:00.999Z' } })
+  t.same(pick((await app.inject({ url: '/v1/books' })).headers, 'deprecation', 'sunset'), { deprecation: '@1735689600', sunset: 'Wed, 01 Jan 2025 00:00:00 GMT' })
+})
+
 t.test('the deprecation Link joins a Link header the host already set', async t => {
   const app = Fastify({ logger: false })
   t.teardown(() => app.close())

@@ -1,5 +1,5 @@
 // XML over HTTP (spec "Request headers": Content-Type and Accept allow
-// application/xml; "Errors" 1 with RFC 7807 Appendix A): responses in the documented mapping,
+// application/xml; "Errors" 1 with RFC 9457 Appendix B): responses in the documented mapping,
 // create / replace / modify round trips, validation exactly as for JSON, and refusals of bad XML.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
@@ -45,7 +45,7 @@ t.test('an empty collection is an empty element, 200', async t => {
   t.match(res.body, '<data><books/><pageSize>20</pageSize><pageOffset>1</pageOffset></data>')
 })
 
-t.test('errors are application/problem+xml per RFC 7807 Appendix A', async t => {
+t.test('errors are application/problem+xml per RFC 9457 Appendix B', async t => {
   const app = await buildApp(t)
   const res = await app.inject({ url: '/v1/books/nope', headers: xmlOut })
   t.equal(res.statusCode, 404)

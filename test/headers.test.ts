@@ -1,6 +1,7 @@
 // Response security headers on every answer (spec "Response headers"):
-// their values on a 200, 4xx answers, a 304 and a preflight; per-resource and per-route
-// Cache-Control and CSP; the request Date header (RFC 5322) and the response Date.
+// their values on a 200, 4xx answers, a 304 and a preflight; the lean API profile and the
+// document one (headerProfile), the feature policy's name (featurePolicyHeader), pages; per-resource
+// and per-route Cache-Control and CSP; the request Date header (RFC 5322) and the response Date.
 import type { OutgoingHttpHeaders } from 'node:http'
 import t from 'tap'
 import Fastify from 'fastify'
@@ -11,6 +12,8 @@ import { buildApp, pick } from './helpers/app.js'
 import { auth } from './helpers/auth.js'
 import { buildSecureApp, seedOne } from './helpers/secure-app.js'
 
+// The lean profile (`headerProfile: 'api'`, the default): the spec's headers, the feature policy
+// under the spec's name only (Feature-Policy), and none of helmet's browser-document headers.
 const expected = {
   'cache-control': 'no-store',
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
@@ -18,7 +21,26 @@ const expected = {
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
-  'permissions-policy': 'accelerometer=(), autoplay=(), camera=(), display-capture=(), encrypted-media=(), fullscreen=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), midi=(), payment=(), picture-in-picture=(), publickey-credentials-get=(), screen-wake-lock=(), sync-xhr=(), usb=(), xr-spatial-tracking=()',
+  'feature-policy': "camera 'none'; geolocation 'none'; microphone 'none'; payment 'none'",
+  'permissions-policy': undefined,
+  'cross-origin-opener-policy': undefined,
+  'cross-origin-resource-policy': undefined,
+  'origin-agent-cluster': undefined,
+  'x-dns-prefetch-control': undefined,
+  'x-download-options': undefined,
+  'x-permitted-cross-domain-policies': undefined,
+  'x-xss-protection': undefined
+}
+// What `headerProfile: 'document'` adds: helmet's headers for browser documents, and a feature
+// policy denying every feature a page does not use.
+const documentHeaders = {
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'origin-agent-cluster': '?1',
+  'x-dns-prefetch-control': 'off',
+  'x-download-options': 'noopen',
+  'x-permitted-cross-domain-policies': 'none',
+  'x-xss-protection': '0',
   'feature-policy': "accelerometer 'none'; autoplay 'none'; camera 'none'; display-capture 'none'; encrypted-media 'none'; fullscreen 'none'; geolocation 'none'; gyroscope 'none'; magnetometer 'none'; microphone 'none'; midi 'none'; payment 'none'; picture-in-picture 'none'; publickey-credentials-get 'none'; screen-wake-lock 'none'; sync-xhr 'none'; usb 'none'; xr-spatial-tracking 'none'"
 }
 const names = Object.keys(expected)
@@ -92,10 +114,61 @@ t.test('route config contentSecurityPolicy and cacheControl apply to that route 
   t.equal(other.headers['cache-control'], 'no-store')
 })
 
+t.test('headerProfile document adds helmet\'s browser-document headers to every answer', async t => {
+  const app = await buildSecureApp(t, { headerProfile: 'document' })
+  const { book } = await seedOne(app)
+  for (const [status, url, headers] of [[200, `/v1/books/${book.id}`, auth.read], [401, '/v1/books', {}], [404, '/v1/nothing', auth.read]] as const) {
+    const res = await app.inject({ url, headers })
+    t.equal(res.statusCode, status, url)
+    t.same(pick(res.headers, ...names), { ...expected, ...documentHeaders }, url)
+  }
+})
+
+t.test('featurePolicyHeader permissions-policy sends the policy under its successor\'s name instead, never both', async t => {
+  const api = await buildApp(t, { featurePolicyHeader: 'permissions-policy' })
+  const res = await api.inject({ url: '/v1/books' })
+  t.same(pick(res.headers, 'permissions-policy', 'feature-policy'), { 'feature-policy': undefined, 'permissions-policy': 'camera=(), geolocation=(), microphone=(), payment=()' })
+  const document = await buildApp(t, { featurePolicyHeader: 'permissions-policy', headerProfile: 'document' })
+  t.match((await document.inject({ url: '/v1/books' })).headers, { 'feature-policy': undefined, 'permissions-policy': /^accelerometer=\(\), autoplay=\(\), .*, xr-spatial-tracking=\(\)$/ })
+})
+
+t.test('a route serving a page (documentHeaders) gets the document headers under the api profile', async t => {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (route.url === '/v1/problems/') route.config = { ...route.config, documentHeaders: true }
+  })
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()) })
+  const page = await app.inject({ url: '/v1/problems/' })
+  t.same(pick(page.headers, ...names), { ...expected, ...documentHeaders }, 'the page')
+  t.same(pick((await app.inject({ url: '/v1/problems/not-found' })).headers, ...names), expected, 'another route')
+})
+
+t.test('the docs page gets the document headers beside its own CSP; the API keeps the lean set', async t => {
+  const app = await buildApp(t)
+  const page = await app.inject({ url: '/v1/docs/', headers: { accept: 'text/html' } })
+  t.equal(page.statusCode, 200)
+  t.same(pick(page.headers, ...names), { ...expected, ...documentHeaders, 'content-security-policy': page.headers['content-security-policy'] })
+  t.match(page.headers['content-security-policy'], /script-src 'self'/)
+  t.same(pick((await app.inject({ url: '/v1/openapi.json' })).headers, ...names), expected, 'the document it reads')
+})
+
+t.test('a route serving a page under the document profile keeps the same headers', async t => {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (route.url === '/v1/problems/') route.config = { ...route.config, documentHeaders: true }
+  })
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()), headerProfile: 'document', cacheControl: 'no-cache' })
+  t.same(pick((await app.inject({ url: '/v1/problems/' })).headers, ...names), { ...expected, ...documentHeaders, 'cache-control': 'no-cache' })
+})
+
 t.test('bad header options stop registration', async t => {
   const cases: Array<[object, RegExp]> = [
     [{ cacheControl: 'no-store\r\nx-evil: 1' }, /cacheControl must be a header value/],
     [{ cacheControl: 7 }, /cacheControl must be a header value/],
+    [{ headerProfile: 'browser' }, /headerProfile must be one of 'api', 'document', received "browser"/],
+    [{ featurePolicyHeader: 'both' }, /featurePolicyHeader must be one of 'feature-policy', 'permissions-policy', received "both"/],
     [{ resourcePolicies: 'books' }, /resourcePolicies must be an object/],
     [{ resourcePolicies: { magazines: {} } }, /resourcePolicies\.magazines names no resource; known: authors, books/],
     [{ resourcePolicies: { books: { cacheControl: '' } } }, /resourcePolicies\.books\.cacheControl must be/]

@@ -108,7 +108,7 @@ const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/ba
 
 /**
  * Invariants every document keeps, whatever the options: problem+json refers to the configured
- * problem form, problem+xml always to RFC 7807 Appendix A's bare <problem> (what is sent).
+ * problem form, problem+xml always to RFC 9457 Appendix B's bare <problem> (what is sent).
  */
 function checkInvariants (t: Test, document: Json, problemRef: string) {
   const operations = operationsOf(document)

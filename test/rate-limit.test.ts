@@ -1,6 +1,8 @@
-// Rate limiting (spec "Errors" 8, "Limits" 1): 429 problem+json with
-// Retry-After and the RateLimit-* headers, keyed by principal or client address, and one limit
-// across instances sharing Redis (run when REDIS_URL is set).
+// Rate limiting (spec "Errors" 8, "Limits" 1): RateLimit-Policy and RateLimit
+// (draft-ietf-httpapi-ratelimit-headers-11), or the older RateLimit-Limit/-Remaining/-Reset by
+// option; over the limit a 429 of the IANA quota-exceeded problem type with violated-policies and
+// Retry-After (an HTTP date, or seconds by option); keyed by principal or client address, and one
+// limit across instances sharing Redis (run when REDIS_URL is set).
 import { createHash, randomUUID } from 'node:crypto'
 import { Writable } from 'node:stream'
 import t from 'tap'
@@ -13,6 +15,10 @@ import { auth, testAuth, tokens } from './helpers/auth.js'
 import { buildSecureApp } from './helpers/secure-app.js'
 
 const limit = { max: 2, timeWindow: '1 minute' }
+const quotaExceeded = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
+const httpDate = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/
+/** The draft-11 fields and the older trio, as a client reads them. */
+const limitFields = (headers: Record<string, unknown>) => pick(headers, 'ratelimit-policy', 'ratelimit', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset')
 
 async function statuses (app: FastifyInstance, count: number, request: InjectOptions) {
   const result = []
@@ -20,42 +26,81 @@ async function statuses (app: FastifyInstance, count: number, request: InjectOpt
   return result
 }
 
-t.test('responses under the limit carry RateLimit-Limit, -Remaining and -Reset', async t => {
+t.test('responses under the limit carry RateLimit-Policy and RateLimit (draft-11), and nothing of the older trio', async t => {
   const app = await buildApp(t, { rateLimit: { max: 5, timeWindow: 60000 } })
   const res = await app.inject({ url: '/v1/books' })
   t.equal(res.statusCode, 200)
-  t.same(pick(res.headers, 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'), { 'ratelimit-limit': '5', 'ratelimit-remaining': '4', 'ratelimit-reset': '60' })
+  t.same(limitFields(res.headers), { 'ratelimit-policy': '"default";q=5;w=60', ratelimit: '"default";r=4;t=60', 'ratelimit-limit': undefined, 'ratelimit-remaining': undefined, 'ratelimit-reset': undefined })
   t.notOk(res.headers['retry-after'])
 })
 
-t.test('over the limit: 429 problem+json with Retry-After in seconds and every other header', async t => {
+t.test('over the limit: 429 quota-exceeded naming the policy, Retry-After as an HTTP date, and every other header', async t => {
   const app = await buildApp(t, { rateLimit: limit })
   t.same(await statuses(app, 2, { url: '/v1/books' }), [200, 200])
+  const before = Date.now()
   const res = await app.inject({ url: '/v1/books', headers: { 'x-request-id': 'over-1' } })
   t.equal(res.statusCode, 429)
   t.match(res.headers['content-type'], /^application\/problem\+json/)
-  t.match(res.json(), { status: 429, type: '/v1/problems/rate-limited', title: 'Too Many Requests', detail: /retry after \d+ seconds/ })
-  t.match(res.headers['retry-after'], /^\d+$/)
-  t.ok(Number(res.headers['retry-after']) > 0 && Number(res.headers['retry-after']) <= 60)
-  t.same(pick(res.headers, 'ratelimit-limit', 'ratelimit-remaining'), { 'ratelimit-limit': '2', 'ratelimit-remaining': '0' })
+  t.same(res.json(), { type: quotaExceeded, title: 'Too Many Requests', status: 429, detail: res.json().detail, instance: '/v1/books', 'violated-policies': ['default'] })
+  t.match(res.json().detail, /^Too many requests; retry after \d+ seconds\.$/)
+  const retryAfter = res.headers['retry-after'] as string
+  t.match(retryAfter, httpDate, 'IMF-fixdate, the form the spec recommends')
+  const at = Date.parse(retryAfter)
+  t.ok(at > before && at <= before + 61000, `within the minute's window: ${retryAfter}`)
+  t.match(limitFields(res.headers), { 'ratelimit-policy': '"default";q=2;w=60', ratelimit: /^"default";r=0;t=\d+$/ })
+  const reset = Number(/t=(\d+)$/.exec(res.headers.ratelimit as string)?.[1])
+  t.ok(Math.abs(before + reset * 1000 - at) <= 1000, 'RateLimit\'s t and Retry-After name the same second')
   t.equal(res.headers['request-id'], 'over-1')
   t.equal(res.headers['x-content-type-options'], 'nosniff')
   t.equal(res.headers['cache-control'], 'no-store')
 })
 
-t.test('retryAfter: date sends Retry-After as an HTTP date, the spec\'s recommended form', async t => {
-  const app = await buildApp(t, { rateLimit: { ...limit, retryAfter: 'date' } })
+t.test('the 429 in the envelope form and as XML carries violated-policies too', async t => {
+  const app = await buildApp(t, { rateLimit: { max: 1, timeWindow: 60000 }, errorFormat: 'envelope' })
+  t.same(await statuses(app, 1, { url: '/v1/books' }), [200])
+  t.match((await app.inject({ url: '/v1/books' })).json(), { errors: { type: quotaExceeded, status: 429, 'violated-policies': ['default'] } })
+  const xml = await app.inject({ url: '/v1/books', headers: { accept: 'application/xml' } })
+  t.equal(xml.statusCode, 429)
+  t.match(xml.headers['content-type'], /^application\/problem\+xml/)
+  t.match(xml.body, `<type>${quotaExceeded}</type>`)
+  t.match(xml.body, '<violated-policies><i>default</i></violated-policies>')
+})
+
+t.test('retryAfter: seconds sends Retry-After as a delay', async t => {
+  const app = await buildApp(t, { rateLimit: { ...limit, retryAfter: 'seconds' } })
   t.same(await statuses(app, 2, { url: '/v1/books' }), [200, 200])
-  const before = Date.now()
   const res = await app.inject({ url: '/v1/books' })
   t.equal(res.statusCode, 429)
-  t.match(res.headers['content-type'], /^application\/problem\+json/)
-  t.match(res.json(), { status: 429, type: '/v1/problems/rate-limited', detail: /retry after \d+ seconds/ })
-  const retryAfter = res.headers['retry-after'] as string
-  t.match(retryAfter, /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/, 'IMF-fixdate')
-  const at = Date.parse(retryAfter)
-  t.ok(at > before && at <= before + 61000, `within the minute's window: ${retryAfter}`)
-  t.match(res.headers['ratelimit-reset'], /^\d+$/, 'RateLimit-Reset stays in seconds (the draft knows no other form)')
+  t.match(res.json(), { status: 429, type: quotaExceeded, 'violated-policies': ['default'] })
+  t.match(res.headers['retry-after'], /^\d+$/)
+  t.ok(Number(res.headers['retry-after']) > 0 && Number(res.headers['retry-after']) <= 60)
+  t.equal(res.headers.ratelimit, `"default";r=0;t=${res.headers['retry-after'] as string}`, 'the same delay as RateLimit\'s t')
+})
+
+t.test('fields: legacy sends RateLimit-Limit, -Remaining and -Reset instead', async t => {
+  const app = await buildApp(t, { rateLimit: { ...limit, fields: 'legacy' } })
+  const res = await app.inject({ url: '/v1/books' })
+  t.same(limitFields(res.headers), { 'ratelimit-policy': undefined, ratelimit: undefined, 'ratelimit-limit': '2', 'ratelimit-remaining': '1', 'ratelimit-reset': '60' })
+  t.same(await statuses(app, 1, { url: '/v1/books' }), [200])
+  const over = await app.inject({ url: '/v1/books' })
+  t.equal(over.statusCode, 429)
+  t.match(over.json(), { type: quotaExceeded, 'violated-policies': ['default'] })
+  t.same(pick(over.headers, 'ratelimit-limit', 'ratelimit-remaining'), { 'ratelimit-limit': '2', 'ratelimit-remaining': '0' })
+  t.match(over.headers['retry-after'], httpDate)
+})
+
+t.test('the OpenAPI document describes the 429 headers as configured', async t => {
+  const header429 = async (rateLimit: object) => {
+    const app = await buildApp(t, { rateLimit: { ...limit, ...rateLimit } })
+    const document = (await app.inject({ url: '/v1/openapi.json' })).json()
+    return document.paths['/books'].get.responses['429'].headers
+  }
+  const current = await header429({})
+  t.same(Object.keys(current).sort(), ['RateLimit', 'RateLimit-Policy', 'Request-Id', 'Retry-After'])
+  t.match(current['Retry-After'], { description: /HTTP date/ })
+  const legacy = await header429({ fields: 'legacy', retryAfter: 'seconds' })
+  t.same(Object.keys(legacy).sort(), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Request-Id', 'Retry-After'])
+  t.match(legacy['Retry-After'], { description: /^Seconds/ })
 })
 
 t.test('404s and 405s count too', async t => {
@@ -100,7 +145,7 @@ t.test('rateLimit off (absent or false) sends no RateLimit headers', async t => 
   for (const rateLimit of [undefined, false] as const) {
     const app = await buildApp(t, { rateLimit })
     const res = await app.inject({ url: '/v1/books' })
-    t.notOk(res.headers['ratelimit-limit'])
+    t.same(limitFields(res.headers), { 'ratelimit-policy': undefined, ratelimit: undefined, 'ratelimit-limit': undefined, 'ratelimit-remaining': undefined, 'ratelimit-reset': undefined })
   }
 })
 
@@ -116,17 +161,19 @@ t.test('bad rateLimit options stop registration, naming the option', async t => 
     [{ max: 1, timeWindow: 1000, redis: {} }, /rateLimit\.redis must be an ioredis client/],
     [{ max: 1, timeWindow: 1000, redis: null }, /rateLimit\.redis must be an ioredis client/],
     [{ max: 1, timeWindow: 1000, nameSpace: '' }, /rateLimit\.nameSpace must be/],
-    [{ max: 1, timeWindow: 1000, retryAfter: 'minutes' }, /rateLimit\.retryAfter must be 'seconds' or 'date'/]
+    [{ max: 1, timeWindow: 1000, retryAfter: 'minutes' }, /rateLimit\.retryAfter must be 'date' or 'seconds'/],
+    [{ max: 1, timeWindow: 1000, fields: 'draft-06' }, /rateLimit\.fields must be 'draft-11' or 'legacy', received "draft-06"/]
   ]
   for (const [value, message] of cases) {
     await t.rejects(buildApp(t, { rateLimit: value as never }), { code: 'API_ERR_OPTIONS_INVALID', message }, JSON.stringify(value))
   }
 })
 
-t.test('durations: milliseconds as a number or digits, or a count of a unit', async t => {
-  for (const [timeWindow, reset] of [[1500, '2'], ['90000', '90'], ['30s', '30'], ['2 minutes', '120'], ['1h', '3600'], ['1 day', '86400'], ['500 ms', '1']] as const) {
+t.test('durations: milliseconds as a number or digits, or a count of a unit; the window in whole seconds', async t => {
+  for (const [timeWindow, seconds] of [[1500, '2'], ['90000', '90'], ['30s', '30'], ['2 minutes', '120'], ['1h', '3600'], ['1 day', '86400'], ['500 ms', '1']] as const) {
     const app = await buildApp(t, { rateLimit: { max: 10, timeWindow } })
-    t.equal((await app.inject({ url: '/v1/books' })).headers['ratelimit-reset'], reset, String(timeWindow))
+    const res = await app.inject({ url: '/v1/books' })
+    t.same(limitFields(res.headers), { 'ratelimit-policy': `"default";q=10;w=${seconds}`, ratelimit: `"default";r=9;t=${seconds}` }, String(timeWindow))
   }
 })
 
@@ -148,7 +195,8 @@ t.test('the demo limits with RATE_LIMIT_MAX and RATE_LIMIT_WINDOW', async t => {
   t.same(await statuses(app, 3, request), [200, 200, 429])
   t.equal((await app.inject({ url: '/health' })).statusCode, 200, '/health is outside the plugin')
   const last = await app.inject(request)
-  t.ok(Number(last.headers['retry-after']) <= 30)
+  t.equal(last.headers['ratelimit-policy'], '"default";q=2;w=30')
+  t.ok(Date.parse(last.headers['retry-after'] as string) <= Date.now() + 31000, 'Retry-After within the window')
 })
 
 t.test('the demo stops start-up when REDIS_URL cannot be reached', async t => {
@@ -173,7 +221,8 @@ t.test('a counter store that answers later, behind a verifier that answers later
   const request = { url: '/v1/books', headers: auth.read }
   t.same(await statuses(app, 3, request), [200, 200, 429])
   const res = await app.inject(request)
-  t.same(pick(res.headers, 'retry-after', 'ratelimit-remaining', 'ratelimit-reset'), { 'retry-after': '30', 'ratelimit-remaining': '0', 'ratelimit-reset': '30' })
+  t.equal(res.headers.ratelimit, '"default";r=0;t=30')
+  t.match(res.headers['retry-after'], httpDate)
   t.same([...counts.keys()], ['api-conventions-rate-limit:principal:id:reader'], 'counted per principal, under the default prefix')
 })
 
@@ -194,7 +243,7 @@ t.test('two instances sharing Redis enforce one limit', { skip: redisUrl === und
   t.same(await statuses(two, 2, request), [200, 429])
   t.same(await statuses(one, 1, request), [429])
   const res = await two.inject(request)
-  t.match(res.headers['retry-after'], /^\d+$/)
+  t.match(res.headers['retry-after'], httpDate)
   t.ok((await redis.keys(`${nameSpace}*`)).length > 0, 'the counters live under the test prefix')
 })
 

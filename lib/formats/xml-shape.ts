@@ -79,7 +79,7 @@ export class Shape {
     return this.#items
   }
 
-  /** The element name of each item: <link> in links, the resource's singular for resources, else <i> (RFC 7807 Appendix A). */
+  /** The element name of each item: <link> in links, the resource's singular for resources, else <i> (RFC 9457 Appendix B). */
   get itemName (): string {
     if (this.links) return 'link'
     const ref = this.items.schema?.$ref

@@ -1,11 +1,11 @@
 // The XML wire format (spec "Request headers": Content-Type and Accept allow application/xml): one
 // mapping between JSON values and XML, both ways, driven by the schema of what is sent or read
-// (xml-shape.ts), and RFC 7807 Appendix A problems.
+// (xml-shape.ts), and RFC 9457 Appendix B problems.
 //
 // Writing: the root is <response> (or <problem xmlns="urn:ietf:rfc:7807">); each member becomes
 // an element of its name, in order; null is <name xsi:nil="true"/>; booleans are true/false and
 // numbers as JSON writes them; array items are <link> under the root's links, the resource's
-// singular for arrays of resources, and <i> otherwise (RFC 7807 App. A). Where the schema admits
+// singular for arrays of resources, and <i> otherwise (RFC 9457 App. B). Where the schema admits
 // more than one JSON type (or none is known), a non-string element says which: type="number".
 // Reading: the root element holds one element per field, read by the body schema the same way.
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
@@ -17,7 +17,7 @@ import type { Kind, RefResolver, Shape } from './xml-shape.js'
 
 export const xmlMediaType = 'application/xml; charset=utf-8'
 export const problemXmlMediaType = 'application/problem+xml; charset=utf-8'
-/** RFC 7807 Appendix A. */
+/** RFC 9457 Appendix B: the namespace of RFC 7807, which it keeps. */
 export const problemNamespace = 'urn:ietf:rfc:7807'
 
 const declaration = '<?xml version="1.0" encoding="UTF-8"?>'
@@ -37,7 +37,7 @@ export function createXmlWriter (refs: RefResolver): (body: unknown, schema: Jso
   return (body, schema) => declaration + writeRoot('response', xsiNamespace, body, shapeOf(schema, refs))
 }
 
-/** RFC 7807 Appendix A: the problem members under <problem> in the urn:ietf:rfc:7807 namespace. */
+/** RFC 9457 Appendix B: the problem members under <problem> in the urn:ietf:rfc:7807 namespace. */
 export function createProblemXmlWriter (schema: JsonSchema): (problem: unknown) => string {
   const shape = shapeOf(schema, noRefs)
   return problem => declaration + writeRoot('problem', ` xmlns="${problemNamespace}"${xsiNamespace}`, problem, shape)

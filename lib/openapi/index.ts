@@ -110,7 +110,7 @@ async function docsPage (app: FastifyInstance, { scalar, url, title }: { scalar:
       allow,
       operation: 'docs',
       responseTypes: produces,
-      config: { contentSecurityPolicy: docsContentSecurityPolicy },
+      config: { contentSecurityPolicy: docsContentSecurityPolicy, documentHeaders: true },
       schema: { ...route.schema },
       handler: route.handler
     })
@@ -235,7 +235,7 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
 /**
  * OpenAPI 3.1 XML Objects for the XML the server sends and reads (spec "Request headers":
  * Content-Type, Accept; the mapping docs/wire-formats.md describes): envelopes under <response>,
- * bodies under the resource's singular, problems as RFC 7807 Appendix A's <problem>, and inside
+ * bodies under the resource's singular, problems as RFC 9457 Appendix B's <problem>, and inside
  * them the mapping of formats/xml-shape.ts (wrapped arrays, item names).
  */
 function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) {
@@ -268,7 +268,7 @@ function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) 
 function describeApi (models: readonly ResourceModel[]): string {
   return [
     `Resources: ${models.map(model => model.name).join(', ')}. Each collection is /{resources}, each item /{resources}/{id}.`,
-    'Errors are application/problem+json (RFC 7807) with invalidParams naming each offending parameter; the problem `type` URLs lead to a page per error code.',
+    'Errors are application/problem+json (RFC 9457) with invalidParams naming each offending parameter; the problem `type` URLs lead to a page per error code.',
     'A method a path does not list answers 405 with Allow; OPTIONS lists the allowed methods.',
     'Collections are paged (token paging by default, or offset/pageOffset), with navigation links in `links`.'
   ].join('\n\n')

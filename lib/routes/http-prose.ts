@@ -4,6 +4,7 @@ import { STATUS_CODES } from 'node:http'
 import type { JsonSchema } from '../registry/derive.js'
 import { problemTypes } from '../http/negotiation.js'
 import { maxAuditHeaderLength } from '../security/audit-headers.js'
+import type { ResolvedRateLimit } from '../security/rate-limit.js'
 import { errorTable } from '../errors.js'
 import type { SchemaOptions } from './route-schema.js'
 
@@ -22,7 +23,10 @@ const commonRequestHeaders: Record<string, JsonSchema> = {
   'X-Audit-Device': auditHeader('A FHIR identifier of the client device'),
   'X-Audit-Organisation': auditHeader('A FHIR identifier of the client organisation'),
   'X-Audit-User': auditHeader('A FHIR identifier of the authenticated user'),
-  'X-Authenticated_User': auditHeader('The client system, for auditing')
+  // Free text, unlike the X-Audit-* headers: the spec asks base64 of those only.
+  'X-Authenticated_User': {
+    type: 'string', maxLength: maxAuditHeaderLength, pattern: '^[\\x20-\\x7e]+$', description: 'The client system, for auditing, as plain text (visible ASCII and spaces), at most 8 KB; otherwise 400 naming the header.', examples: ['billing-service']
+  }
 }
 const etagList = 'A list of entity tags, or *.'
 export const retrieveHeaders: Record<string, JsonSchema> = {
@@ -95,14 +99,26 @@ Object.assign(reasons, sharedReasons)
 const problemHeaders: Readonly<Record<number, Record<string, JsonSchema>>> = {
   401: { 'WWW-Authenticate': { type: 'string', description: 'The authentication method and realm, e.g. Bearer realm="api".' } },
   405: { Allow: { type: 'string', description: 'The methods this path allows.' } },
-  429: {
-    'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
+  503: { 'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' } }
+}
+
+// The fields that tell the limit, in either form (security/rate-limit.ts).
+const limitFields: Readonly<Record<ResolvedRateLimit['fields'], Record<string, JsonSchema>>> = {
+  'draft-11': {
+    'RateLimit-Policy': { type: 'string', description: 'The quota policy (draft-ietf-httpapi-ratelimit-headers-11): its name, q requests per w seconds.', examples: ['"default";q=100;w=60'] },
+    RateLimit: { type: 'string', description: 'What is left of the quota: r requests, for t more seconds.', examples: ['"default";r=0;t=30'] }
+  },
+  legacy: {
     'RateLimit-Limit': { type: 'string', description: 'Requests allowed per window.' },
     'RateLimit-Remaining': { type: 'string', description: 'Requests left in the current window.' },
     'RateLimit-Reset': { type: 'string', description: 'Seconds until the window resets.' }
-  },
-  503: { 'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' } }
+  }
 }
+const retryAfter: Readonly<Record<ResolvedRateLimit['retryAfter'], JsonSchema>> = {
+  date: { type: 'string', description: 'When to retry, as an HTTP date.', examples: ['Wed, 21 Oct 2015 07:28:00 GMT'] },
+  seconds: { type: 'string', description: 'Seconds to wait before retrying.' }
+}
+const rateLimitHeaders = (rateLimit: Pick<ResolvedRateLimit, 'fields' | 'retryAfter'>) => ({ 'Retry-After': retryAfter[rateLimit.retryAfter], ...limitFields[rateLimit.fields] })
 
 // Answered at the socket by createClientErrorHandler, in JSON only (security/limits.ts).
 const connectionStatuses = new Set([408, 431])
@@ -110,14 +126,14 @@ const connectionStatuses = new Set([408, 431])
 /**
  * The problem responses of an operation, for the statuses it can answer. Routes that offer XML
  * answer problems in either type by Accept; others (`offersXml` false) in application/problem+json only.
- * The XML form is RFC 7807 Appendix A's bare <problem> whatever errorFormat says (problem.ts).
+ * The XML form is RFC 9457 Appendix B's bare <problem> whatever errorFormat says (problem.ts).
  */
 export function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}, offersXml = true): Record<number, JsonSchema> {
   // Every route: date and audit headers (400), Origin checks (403), other methods (405), Accept
   // (406), the connection limits (408, 431), the query length (414), Expect (417), the unexpected (500).
   const all = [...statuses, 400, 403, 405, 406, 408, 414, 417, 431, 500]
   if (options.authenticated) all.push(401)
-  if (options.rateLimited) all.push(429)
+  if (options.rateLimit !== null) all.push(429)
   if (options.timeLimited) all.push(503)
   const asJson = { schema: { $ref: `${options.errorFormat === 'flat' ? componentNames.problem : componentNames.problemEnvelope}#` } }
   const asXml = { schema: { $ref: `${componentNames.problem}#` } }
@@ -126,7 +142,8 @@ export function problems (options: SchemaOptions, statuses: readonly number[], r
     const xml = offersXml && !connectionStatuses.has(status)
     responses[status] = {
       description: `${STATUS_CODES[status]}: ${refine[status] ?? reasons[status]}`,
-      headers: { ...requestId, ...problemHeaders[status] },
+      // 429 is listed only when requests are rate limited.
+      headers: { ...requestId, ...(status === 429 ? rateLimitHeaders(options.rateLimit as NonNullable<SchemaOptions['rateLimit']>) : problemHeaders[status]) },
       content: { [problemTypes[0]]: asJson, ...(xml ? { [problemTypes[1]]: asXml } : {}) }
     }
   }

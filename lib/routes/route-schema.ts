@@ -7,6 +7,7 @@ import { createSchema, modifySchema, replaceSchema, schemaNames } from '../regis
 import type { JsonSchema } from '../registry/derive.js'
 import { hasHooks } from '../rules/compile.js'
 import type { ResolvedOptions } from '../options.js'
+import type { ResolvedRateLimit } from '../security/rate-limit.js'
 import { produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
 import { bodyTypes } from '../http/body-types.js'
@@ -19,8 +20,8 @@ export interface SchemaOptions {
   readonly requireIfMatch: boolean
   /** Credentials are checked: 401 applies. */
   readonly authenticated: boolean
-  /** Requests are rate limited: 429 applies. */
-  readonly rateLimited: boolean
+  /** How requests are rate limited (429 applies, with these fields); null when they are not. */
+  readonly rateLimit: Pick<ResolvedRateLimit, 'fields' | 'retryAfter'> | null
   /** The API or the resource is deprecated (Deprecation, Sunset and Link headers on its responses). */
   readonly deprecated: boolean
   /** Origins are allowed: an OPTIONS with Access-Control-Request-Method is a CORS preflight, 204. */
@@ -40,7 +41,7 @@ export function schemaOptionsFor (context: RouteContext, model?: ResourceModel):
     errorFormat: options.errorFormat,
     requireIfMatch: model?.requireIfMatch ?? options.requireIfMatch,
     authenticated: options.auth !== null,
-    rateLimited: options.rateLimit !== null,
+    rateLimit: options.rateLimit,
     deprecated: options.deprecation !== undefined || (model !== undefined && options.resourcePolicies.get(model.name)?.deprecation !== undefined),
     corsPreflight: options.cors.origins.length > 0,
     timeLimited: options.handlerTimeout !== undefined,

@@ -1,5 +1,6 @@
-// Audit headers (spec "Request headers" and "Authentication" 5; "Limits": at most 8KB each,
-// base64): each is checked and decoded once, kept on `request.audit`, and logged with every write.
+// Audit headers (spec "Request headers" and "Authentication" 5; "Limits": the X-Audit-* headers
+// at most 8KB each, base64; X-Authenticated_User free text): each is checked (and decoded) once,
+// kept on `request.audit`, and logged with every write.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { HeaderInvalidError, withInvalidParams } from '../errors.js'
 import type { InvalidParam } from '../errors.js'
@@ -15,23 +16,26 @@ export interface AuditValues {
   organisation?: string
   /** X-Audit-User: FHIR identifier of the authenticated user. */
   user?: string
-  /** X-Authenticated_User: the client system. */
+  /** X-Authenticated_User: the client system, as sent (plain text, not base64). */
   authenticatedUser?: string
 }
 
+// The encoding of each: the spec asks base64 of the X-Audit-* headers only.
 const headers = [
-  ['X-Audit-Consent', 'consent'],
-  ['X-Audit-Device', 'device'],
-  ['X-Audit-Organisation', 'organisation'],
-  ['X-Audit-User', 'user'],
-  ['X-Authenticated_User', 'authenticatedUser']
+  ['X-Audit-Consent', 'consent', 'base64'],
+  ['X-Audit-Device', 'device', 'base64'],
+  ['X-Audit-Organisation', 'organisation', 'base64'],
+  ['X-Audit-User', 'user', 'base64'],
+  ['X-Authenticated_User', 'authenticatedUser', 'text']
 ] as const
-const lowerCase = headers.map(([name, key]) => [name, name.toLowerCase(), key] as const)
+const lowerCase = headers.map(([name, key, encoding]) => [name, name.toLowerCase(), key, encoding] as const)
 
 export const auditHeaderNames: readonly string[] = headers.map(([name]) => name)
 
-/** 8 KB of base64 text (spec "Limits"). */
+/** 8 KB of base64 text (spec "Limits"); free text is held to the same. */
 export const maxAuditHeaderLength = 8192
+// Free text as a header carries it: visible ASCII and spaces (RFC 9110 §5.5; Node has trimmed the ends).
+const freeText = /^[\x20-\x7e]+$/
 
 function consentOf (text: string): AuditValues['consent'] | undefined {
   let value: unknown
@@ -49,9 +53,15 @@ export function checkAuditHeaders (request: FastifyRequest, earlier: readonly In
   let audit: AuditValues | null = null
   // With the other headers' problems (Date), so that one 400 names them all.
   const invalid: InvalidParam[] = [...earlier]
-  for (const [name, lower, key] of lowerCase) {
+  for (const [name, lower, key, encoding] of lowerCase) {
     const value = request.headers[lower]
     if (value === undefined) continue
+    if (encoding === 'text') {
+      // Node joins a repeated custom header with ", ", which reads as one text: only its length counts.
+      if (typeof value !== 'string' || value.length > maxAuditHeaderLength || !freeText.test(value)) invalid.push({ name, reason: `must be 1 to ${maxAuditHeaderLength} characters of visible ASCII text` })
+      else (audit ??= {}).authenticatedUser = value
+      continue
+    }
     // Node joins a repeated custom header with ", ", which is not base64: one value per header.
     if (typeof value !== 'string' || value.length > maxAuditHeaderLength) {
       invalid.push({ name, reason: `must be at most ${maxAuditHeaderLength} characters of base64` })

@@ -46,9 +46,9 @@ function isOrigin (text: string): boolean {
   }
 }
 
-/** Response headers a browser script may read (the CORS-safelisted ones need no mention). */
+/** Response headers a browser script may read (the CORS-safelisted ones need no mention); the rate limit's in either form (`rateLimit.fields`). */
 export const exposedHeaders = ['ETag', 'Location', 'Request-Id', 'Retry-After', 'Link', 'Allow', 'WWW-Authenticate',
-  'Deprecation', 'Sunset', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Preference-Applied', 'Idempotent-Replayed']
+  'Deprecation', 'Sunset', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Preference-Applied', 'Idempotent-Replayed']
 
 // The CORS catch-all (paths with no OPTIONS route of their own) is read-only.
 const readMethods = ['GET', 'HEAD', 'OPTIONS']

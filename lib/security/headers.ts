@@ -1,6 +1,8 @@
 // Security and caching headers on every response, errors, 404s, 405s and 304s included (spec
 // "Response headers": Cache-Control, Content-Security-Policy, Strict-Transport-Security,
-// X-Content-Type-Options, X-Frame-Options, Referrer-Policy, Feature-Policy).
+// X-Content-Type-Options, X-Frame-Options, Referrer-Policy, and Feature-Policy under its current
+// name, Permissions-Policy). An API's answers are not pages: helmet's browser-document headers
+// are sent only by option (`headerProfile: 'document'`) and on routes that serve pages.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import helmet from 'helmet'
 import type { HelmetOptions } from 'helmet'
@@ -10,7 +12,16 @@ import { applyDeprecation, resolveDeprecation } from './deprecation.js'
 import type { DeprecationHeaders, DeprecationOptions } from './deprecation.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
-/** helmet: the spec's values; helmet's other defaults (COOP, CORP, …) stay on. */
+/**
+ * `api`: the spec's headers only; `document`: also helmet's headers for browser documents
+ * (Cross-Origin-Opener-Policy, Cross-Origin-Resource-Policy, Origin-Agent-Cluster,
+ * X-DNS-Prefetch-Control, X-Download-Options, X-Permitted-Cross-Domain-Policies, X-XSS-Protection).
+ */
+export type HeaderProfile = 'api' | 'document'
+/** The name the feature policy goes under: the spec names Feature-Policy; browsers read its successor Permissions-Policy, and warn when both are sent. */
+export type FeaturePolicyHeader = 'permissions-policy' | 'feature-policy'
+
+/** helmet: the spec's values. */
 export const helmetOptions = {
   // Set below as one prepared string: helmet rebuilds it per request and drops the space after `;`.
   contentSecurityPolicy: false,
@@ -19,33 +30,62 @@ export const helmetOptions = {
   referrerPolicy: { policy: 'no-referrer' }
 } satisfies HelmetOptions
 
+// What helmet sets for browser documents only: none of it means anything to a client reading JSON.
+const documentOnly = {
+  crossOriginOpenerPolicy: false,
+  crossOriginResourcePolicy: false,
+  originAgentCluster: false,
+  xDnsPrefetchControl: false,
+  xDownloadOptions: false,
+  xPermittedCrossDomainPolicies: false,
+  xXssProtection: false
+} satisfies HelmetOptions
+
 /**
- * The headers helmet sets for `helmetOptions`, read once at registration. They depend on the
+ * The headers helmet sets for the profile, read once at registration. They depend on the
  * options only, so a prepared object replaces @fastify/helmet's two async hooks, which rebuild
  * helmet's middleware from the options on every request (benchmarks/README.md, "Choices").
  */
-export function helmetHeaders (): Readonly<Record<string, string>> {
+export function helmetHeaders (profile: HeaderProfile = 'api'): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {}
   const collector = {
     setHeader (name: string, value: string) { headers[name.toLowerCase()] = value },
     removeHeader (name: string) { delete headers[name.toLowerCase()] }
   }
-  helmet(helmetOptions)({} as IncomingMessage, collector as unknown as ServerResponse, () => {})
+  const options = profile === 'api' ? { ...helmetOptions, ...documentOnly } : helmetOptions
+  helmet(options)({} as IncomingMessage, collector as unknown as ServerResponse, () => {})
   return headers
 }
 
-// An API uses none of these browser features; Feature-Policy is the older name browsers still read.
-const features = ['accelerometer', 'autoplay', 'camera', 'display-capture', 'encrypted-media', 'fullscreen', 'geolocation',
+// A page may run scripts, so a document is denied every browser feature it does not use. An API's
+// answer runs none (its CSP is default-src 'none'): the features that reach a person's devices,
+// location and money are named, and the header stays short.
+const documentFeatures = ['accelerometer', 'autoplay', 'camera', 'display-capture', 'encrypted-media', 'fullscreen', 'geolocation',
   'gyroscope', 'magnetometer', 'microphone', 'midi', 'payment', 'picture-in-picture', 'publickey-credentials-get',
   'screen-wake-lock', 'sync-xhr', 'usb', 'xr-spatial-tracking']
-export const permissionsPolicy = features.map(f => `${f}=()`).join(', ')
-export const featurePolicy = features.map(f => `${f} 'none'`).join('; ')
+const apiFeatures = ['camera', 'geolocation', 'microphone', 'payment']
+const policyValue: Readonly<Record<FeaturePolicyHeader, (features: readonly string[]) => string>> = {
+  'permissions-policy': features => features.map(f => `${f}=()`).join(', '),
+  'feature-policy': features => features.map(f => `${f} 'none'`).join('; ')
+}
 export const contentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
+
+/** What `securityHeaders` is made from; each has the default of the plugin's option of that name. */
+export interface SecurityHeaderOptions {
+  /** Default `no-store`. */
+  readonly cacheControl?: string
+  /** Default `api`. */
+  readonly headerProfile?: HeaderProfile
+  /** Default `feature-policy`, the spec's name. */
+  readonly featurePolicyHeader?: FeaturePolicyHeader
+}
 
 /** Route config keys read here (set by the routes, or by the plugin from `resourcePolicies`). */
 export interface HeaderRouteConfig {
   /** Replaces the CSP on this route only, e.g. for an HTML documentation page. */
   readonly contentSecurityPolicy?: string
+  /** This route serves a page (the docs page): it gets the `document` profile's headers whatever the API's profile. */
+  readonly documentHeaders?: boolean
   /** Cache-Control of this route's successful GET/HEAD responses (200, 304); others keep the default. */
   readonly cacheControl?: string
   /** Prepared Deprecation/Sunset/Link values (from `resourcePolicies`). */
@@ -92,19 +132,19 @@ export function resolveResourcePolicies (value: unknown, resourceNames: readonly
 
 /**
  * The headers every response carries whatever its route or outcome: helmet's, the CSP, Cache-Control
- * and the feature policies. Also for answers made outside the plugin's routes (socket and router
+ * and the feature policy. Also for answers made outside the plugin's routes (socket and router
  * errors, a host's own routes), so that none goes without them.
  * @example
  * const headers = securityHeaders()
  * app.get('/health', (request, reply) => reply.headers(headers).send({ status: 'ok' }))
  */
-export function securityHeaders (cacheControl = 'no-store'): Readonly<Record<string, string>> {
+export function securityHeaders (options: SecurityHeaderOptions = {}): Readonly<Record<string, string>> {
+  const { cacheControl = 'no-store', headerProfile = 'api', featurePolicyHeader = 'feature-policy' } = options
   return Object.freeze({
-    ...helmetHeaders(),
+    ...helmetHeaders(headerProfile),
     'content-security-policy': contentSecurityPolicy,
     'cache-control': cacheControl,
-    'permissions-policy': permissionsPolicy,
-    'feature-policy': featurePolicy
+    [featurePolicyHeader]: policyValue[featurePolicyHeader](headerProfile === 'api' ? apiFeatures : documentFeatures)
   })
 }
 
@@ -132,9 +172,13 @@ const isEmpty = (object: object) => Object.keys(object).length === 0
  */
 class ReplyHeaders {}
 
-export function createHeaderHooks (cacheControl: string, apiDeprecation: DeprecationHeaders | undefined) {
+export function createHeaderHooks (options: Required<SecurityHeaderOptions>, apiDeprecation: DeprecationHeaders | undefined) {
+  const fixedHeaders = securityHeaders(options)
   // Every answer depends on Origin (CORS, or a 403), and on Accept (JSON or XML, or a 406): RFC 9110 §12.5.5.
-  const fixed = Object.freeze({ ...securityHeaders(cacheControl), vary: 'Origin, Accept' })
+  const fixed = Object.freeze({ ...fixedHeaders, vary: 'Origin, Accept' })
+  // What a page's answer adds to, or changes in, the fixed headers; nothing when they are a document's already.
+  const pageHeaders = Object.freeze(Object.fromEntries(Object.entries(securityHeaders({ ...options, headerProfile: 'document' }))
+    .filter(([name, value]) => fixedHeaders[name] !== value)))
 
   const names = Object.keys(fixed)
   const fixedCopy = () => {
@@ -158,6 +202,7 @@ export function createHeaderHooks (cacheControl: string, apiDeprecation: Depreca
   /** onSend: what depends on the route or the outcome. */
   function setRouteHeaders (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) {
     const config = request.routeOptions.config as HeaderRouteConfig
+    if (config.documentHeaders === true) reply.headers(pageHeaders)
     if (config.contentSecurityPolicy !== undefined) reply.header('content-security-policy', config.contentSecurityPolicy)
     if (config.cacheControl !== undefined && (request.method === 'GET' || request.method === 'HEAD') && (reply.statusCode === 200 || reply.statusCode === 304)) {
       reply.header('cache-control', config.cacheControl)

@@ -30,6 +30,8 @@ declare module 'fastify' {
     public?: boolean
     /** This route's Content-Security-Policy instead of `default-src 'none'; frame-ancestors 'none'`. */
     contentSecurityPolicy?: string
+    /** A page (the docs page): helmet's browser-document headers too, whatever `headerProfile` says. */
+    documentHeaders?: boolean
     /** Cache-Control of this route's successful GET/HEAD responses instead of the API's. */
     cacheControl?: string
   }

@@ -1,10 +1,13 @@
-// Rate limiting with @fastify/rate-limit's counter stores (spec "Errors" 8, "Limits" 1): 429 problem+json with
-// Retry-After (seconds) and the draft RateLimit-Limit/-Remaining/-Reset headers, keyed by
-// principal when the credentials hold, else by client address; shared through Redis when given.
+// Rate limiting with @fastify/rate-limit's counter stores (spec "Errors" 8, "Limits" 1): the
+// RateLimit-Policy and RateLimit fields of draft-ietf-httpapi-ratelimit-headers-11 on every answer,
+// and over the limit a 429 of the IANA `quota-exceeded` problem type with Retry-After (an HTTP date
+// by default, as the spec recommends); keyed by principal when the credentials hold, else by client
+// address; shared through Redis when given.
 import { createRequire } from 'node:module'
 import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { OptionsInvalidError, RateLimitedError, withHeaders } from '../errors.js'
+import type { ProblemExtras } from '../errors.js'
 import type { MaybePromise } from './edge.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
@@ -27,10 +30,15 @@ export interface RateLimitOptions {
   readonly nameSpace?: string | undefined
   /**
    * The form of Retry-After on a 429 (spec "Response headers": seconds or an RFC 5322 date).
-   * Default `seconds`: it means the same to a client whose clock is off; `date` is the form the
-   * spec recommends.
+   * Default `date`, the form the spec recommends; `seconds` means the same to a client whose clock is off.
    */
-  readonly retryAfter?: 'seconds' | 'date' | undefined
+  readonly retryAfter?: 'date' | 'seconds' | undefined
+  /**
+   * The fields that tell the limit. Default `draft-11`: `RateLimit-Policy: "default";q=100;w=60` and
+   * `RateLimit: "default";r=50;t=30` (draft-ietf-httpapi-ratelimit-headers-11); `legacy`:
+   * `RateLimit-Limit`, `-Remaining` and `-Reset` of the draft's earlier revisions, for clients that read only those.
+   */
+  readonly fields?: 'draft-11' | 'legacy' | undefined
 }
 
 export interface ResolvedRateLimit {
@@ -38,7 +46,8 @@ export interface ResolvedRateLimit {
   readonly timeWindow: number
   readonly redis: RedisClient | undefined
   readonly nameSpace: string
-  readonly retryAfter: 'seconds' | 'date'
+  readonly retryAfter: 'date' | 'seconds'
+  readonly fields: 'draft-11' | 'legacy'
 }
 
 const units: Readonly<Record<string, number>> = { ms: 1, millisecond: 1, s: 1000, second: 1000, m: 60000, minute: 60000, h: 3600000, hour: 3600000, d: 86400000, day: 86400000 }
@@ -51,13 +60,13 @@ function milliseconds (value: unknown): number | undefined {
   return ms > 0 ? ms : undefined
 }
 
-const rateLimitKeys = knownKeys({ max: true, timeWindow: true, redis: true, nameSpace: true, retryAfter: true } satisfies Record<keyof RateLimitOptions, true>)
+const rateLimitKeys = knownKeys({ max: true, timeWindow: true, redis: true, nameSpace: true, retryAfter: true, fields: true } satisfies Record<keyof RateLimitOptions, true>)
 
 export function resolveRateLimit (value: unknown): ResolvedRateLimit | null {
   if (value === undefined || value === false) return null
   const given = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
   refuseUnknownKeys(given, rateLimitKeys, 'rateLimit')
-  const { max, redis, nameSpace = 'api-conventions-rate-limit:', retryAfter = 'seconds' } = given
+  const { max, redis, nameSpace = 'api-conventions-rate-limit:', retryAfter = 'date', fields = 'draft-11' } = given
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) throw new OptionsInvalidError(`rateLimit.max must be a positive integer, received ${JSON.stringify(max)}`)
   const timeWindow = milliseconds(given.timeWindow)
   if (timeWindow === undefined) throw new OptionsInvalidError(`rateLimit.timeWindow must be positive milliseconds or a duration such as '1 minute', received ${JSON.stringify(given.timeWindow)}`)
@@ -65,8 +74,9 @@ export function resolveRateLimit (value: unknown): ResolvedRateLimit | null {
     throw new OptionsInvalidError('rateLimit.redis must be an ioredis client')
   }
   if (typeof nameSpace !== 'string' || nameSpace === '') throw new OptionsInvalidError(`rateLimit.nameSpace must be a non-empty string, received ${JSON.stringify(nameSpace)}`)
-  if (retryAfter !== 'seconds' && retryAfter !== 'date') throw new OptionsInvalidError(`rateLimit.retryAfter must be 'seconds' or 'date', received ${JSON.stringify(retryAfter)}`)
-  return Object.freeze({ max, timeWindow, redis: redis as RedisClient | undefined, nameSpace, retryAfter })
+  if (retryAfter !== 'date' && retryAfter !== 'seconds') throw new OptionsInvalidError(`rateLimit.retryAfter must be 'date' or 'seconds', received ${JSON.stringify(retryAfter)}`)
+  if (fields !== 'draft-11' && fields !== 'legacy') throw new OptionsInvalidError(`rateLimit.fields must be 'draft-11' or 'legacy', received ${JSON.stringify(fields)}`)
+  return Object.freeze({ max, timeWindow, redis: redis as RedisClient | undefined, nameSpace, retryAfter, fields })
 }
 
 interface Count { readonly current: number, readonly ttl: number }
@@ -80,24 +90,42 @@ const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as StoreCl
 /** The key of a request without a principal: its client address (an IPv6 client by its /64). */
 export const addressKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`
 
+/** The name of the one quota policy, in RateLimit-Policy, RateLimit and a 429's `violated-policies`. */
+export const quotaPolicyName = 'default'
+const violatedPolicies: readonly string[] = Object.freeze([quotaPolicyName])
+
+type TellLimit = (reply: FastifyReply, remaining: number, seconds: string) => void
+
+/** Sets the fields that tell the limit, in the configured form. */
+function limitFields ({ fields, max, timeWindow }: ResolvedRateLimit): TellLimit {
+  if (fields === 'legacy') {
+    const limit = String(max)
+    return (reply, remaining, seconds) => { reply.header('ratelimit-limit', limit).header('ratelimit-remaining', String(remaining)).header('ratelimit-reset', seconds) }
+  }
+  // Structured fields (RFC 9651): the policy's name is a String, q and w Integers; w is in whole seconds.
+  const policy = `"${quotaPolicyName}"`
+  const policyField = `${policy};q=${max};w=${Math.ceil(timeWindow / 1000)}`
+  return (reply, remaining, seconds) => { reply.header('ratelimit-policy', policyField).header('ratelimit', `${policy};r=${remaining};t=${seconds}`) }
+}
+
 /**
  * The limiter, a step of the request edge (pipeline.ts): counts the request under `key` and
- * sets RateLimit-Limit/-Remaining/-Reset (draft-ietf-httpapi-ratelimit-headers; no X- prefix,
- * RFC 6648), or throws the 429 with Retry-After. The counters are the library's stores; the
- * policy around them is here rather than in @fastify/rate-limit's hook so that the in-memory
- * count stays synchronous: its promise chain cost more than the count (benchmarks/README.md).
+ * tells the limit (no X- prefix, RFC 6648), or throws the 429 with Retry-After. The counters are
+ * the library's stores; the policy around them is here rather than in @fastify/rate-limit's hook
+ * so that the in-memory count stays synchronous: its promise chain cost more than the count
+ * (benchmarks/README.md).
  */
 export function createRateLimiter (options: ResolvedRateLimit): RateLimiter {
   const { max, timeWindow } = options
-  const limit = String(max)
+  const tell = limitFields(options)
 
   function judge (reply: FastifyReply, { current, ttl }: Count) {
     const seconds = String(Math.ceil(ttl / 1000))
-    reply.header('ratelimit-limit', limit).header('ratelimit-remaining', String(Math.max(0, max - current))).header('ratelimit-reset', seconds)
+    tell(reply, Math.max(0, max - current), seconds)
     if (current > max) {
       // An HTTP date has whole seconds: rounded up, so a client that waits until it is not early.
       const retryAfter = options.retryAfter === 'date' ? new Date(Math.ceil((Date.now() + ttl) / 1000) * 1000).toUTCString() : seconds
-      throw withHeaders(new RateLimitedError(seconds), { 'retry-after': retryAfter })
+      throw Object.assign(withHeaders(new RateLimitedError(seconds), { 'retry-after': retryAfter }), { violatedPolicies } satisfies ProblemExtras)
     }
   }
 

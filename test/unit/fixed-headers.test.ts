@@ -5,7 +5,7 @@ import Fastify from 'fastify'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { createHeaderHooks, securityHeaders } from '../../lib/security/headers.js'
 
-const { setFixedHeaders } = createHeaderHooks('no-store', undefined)
+const { setFixedHeaders } = createHeaderHooks({ cacheControl: 'no-store', headerProfile: 'api', featurePolicyHeader: 'feature-policy' }, undefined)
 const fixed = { ...securityHeaders(), vary: 'Origin, Accept' }
 
 // First, before any real reply was seen: nothing found to write into.

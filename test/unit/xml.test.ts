@@ -1,5 +1,5 @@
 // Unit tests for lib/formats/xml.ts and lib/formats/coerce.ts: the JSON ↔ XML mapping (spec
-// "Request headers": Content-Type / Accept allow application/xml; RFC 7807 Appendix A) and the
+// "Request headers": Content-Type / Accept allow application/xml; RFC 9457 Appendix B) and the
 // conversion of text values to a schema's types.
 import t from 'tap'
 import { createProblemXmlWriter, createXmlWriter, escapeXml, noRefs, parseXml } from '../../lib/formats/xml.js'
@@ -117,7 +117,7 @@ t.test('writing', async t => {
     t.equal(escapeXml('a & b < c > d "e" \r\n \u0001 \uFFFF'), 'a &amp; b &lt; c &gt; d &quot;e&quot; &#13;\n \uFFFD \uFFFD')
   })
 
-  t.test('a problem: RFC 7807 Appendix A, <problem> in urn:ietf:rfc:7807, invalidParams items <i>', async t => {
+  t.test('a problem: RFC 9457 Appendix B, <problem> in urn:ietf:rfc:7807, invalidParams items <i>', async t => {
     const xml = createProblemXmlWriter(problemSchema)({ type: '/v1/problems/body-invalid', title: 'Bad Request', status: 400, detail: 'd', instance: undefined, invalidParams: [{ name: 'year', reason: 'must be integer' }] })
     t.equal(xml, `${head}<problem xmlns="urn:ietf:rfc:7807" ${xsi}><type>/v1/problems/body-invalid</type><title>Bad Request</title><status>400</status><detail>d</detail>` +
       '<invalidParams><i><name>year</name><reason>must be integer</reason></i></invalidParams></problem>')
