@@ -105,7 +105,7 @@ t.test('unknown relation names are 400 naming expand or include', async t => {
     ['include=authors', 'include', "unknown relation 'authors'"],
     ['expand=author,', 'expand', "unknown relation ''"],
     ['include=title', 'include', "unknown relation 'title'"],
-    ['expand=author&expand=author', 'expand', 'must be given at most once']
+    ['expand=author&expand=publisher', 'expand', "unknown relation 'publisher'"]
   ]) {
     for (const url of [`/v1/books?${query}`, `/v1/books/${books[0].id}?${query}`]) {
       const res = await get(app, url)
@@ -113,6 +113,18 @@ t.test('unknown relation names are 400 naming expand or include', async t => {
       t.match(res.headers['content-type'], /^application\/problem\+json/)
       t.match(res.json(), { status: 400, invalidParams: [{ name, reason }] }, url)
     }
+  }
+})
+
+t.test('expand and include repeated read as comma-separated', async t => {
+  const { app, authors, books } = await fixture(t)
+  for (const path of ['/v1/books', `/v1/books/${books[0].id}`, `/v1/authors/${authors[0].id}`]) {
+    const relation = path.startsWith('/v1/authors') ? 'books' : 'author'
+    const repeated = await get(app, `${path}?expand=${relation}&expand=${relation}&include=${relation}&include=${relation}`)
+    const comma = await get(app, `${path}?expand=${relation}&include=${relation}`)
+    t.equal(repeated.statusCode, 200, path)
+    t.same(repeated.json().data, comma.json().data, `${path}: a name given twice counts once`)
+    t.same(repeated.json().links.filter((link: { rel: string }) => link.rel === relation), comma.json().links.filter((link: { rel: string }) => link.rel === relation))
   }
 })
 

@@ -33,7 +33,7 @@ export class Shape {
 
   constructor (readonly schema: JsonSchema | undefined, readonly refs: RefResolver, private readonly links = false) {}
 
-  /** The JSON Schema types admitted, through `$ref`, `anyOf`, `oneOf`, `enum` and `const`; a schema that names none admits all. */
+  /** The JSON Schema types admitted, through `$ref`, `anyOf`, `oneOf`, `allOf`, `enum` and `const`; a schema that names none admits all. */
   get types (): ReadonlySet<string> {
     if (this.#types === undefined) {
       const types = new Set<string>()
@@ -116,11 +116,15 @@ export class Shape {
     return this.#links
   }
 
-  /** `anyOf` / `oneOf` variants and a `$ref`'s target. */
+  /**
+   * `anyOf` / `oneOf` variants, `allOf` branches and a `$ref`'s target. Every allOf branch holds,
+   * so taking them as variants is exact for one branch (a documented default, registry/derive.ts)
+   * and otherwise admits more than the schema does: at worst an element says its type needlessly.
+   */
   private get variants (): Shape[] {
     if (this.#variants === undefined) {
       const schema = this.schema ?? {}
-      const list = [schema.anyOf, schema.oneOf].flatMap(variants => Array.isArray(variants) ? variants as JsonSchema[] : [])
+      const list = [schema.anyOf, schema.oneOf, schema.allOf].flatMap(variants => Array.isArray(variants) ? variants as JsonSchema[] : [])
       const target = typeof schema.$ref === 'string' ? this.refs.schema(schema.$ref) : undefined
       if (target !== undefined) list.push(target)
       this.#variants = list.map(variant => this.shape(variant, this.links))
@@ -202,7 +206,7 @@ function annotate (schema: JsonSchema, shape: Shape, isRoot = false): JsonSchema
   else if (schema.additionalProperties === true || (schema.type === 'object' && schema.additionalProperties === undefined && properties === undefined && schema.patternProperties === undefined)) {
     copy.description = noted(schema.description, openMembersNote)
   }
-  for (const keyword of ['anyOf', 'oneOf']) {
+  for (const keyword of ['anyOf', 'oneOf', 'allOf']) {
     const variants = schema[keyword]
     if (Array.isArray(variants)) copy[keyword] = variants.map((variant: JsonSchema) => annotate(variant, shapeOf(variant, shape.refs)))
   }

@@ -159,7 +159,8 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
 function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
   const { documentedResponses, documentedBody, ...rest } = schema
   const response = { ...(rest.response as Record<string, JsonSchema>), ...(documentedResponses as Record<string, JsonSchema>) }
-  // A body its handler validates (the batch's) is documented, not validated, by the route schema.
+  // A body documented apart from the one validated: the batch's (its handler validates it) and the
+  // writes' (as written for clients, registry/derive.ts documentedBodySchema).
   if (method !== 'HEAD') return { ...rest, ...(documentedBody === undefined ? {} : { body: documentedBody }), response }
   const bodiless: Record<string, JsonSchema> = {}
   for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }

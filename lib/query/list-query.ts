@@ -6,7 +6,7 @@ import { checkFilter, FilterTypeError } from './filter/check.js'
 import { isDate, isDateTime } from '../values/iso-date.js'
 import { CursorError } from './cursor.js'
 import type { CursorCodec } from './cursor.js'
-import { itemParameterNames, largestCount, listParameterNames, queryParameters } from './parameters.js'
+import { itemParameterNames, largestCount, listParameterNames, queryParameters, singleValue } from './parameters.js'
 import type { ParameterName } from './parameters.js'
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
 import type { ListQuery, SortKey } from './store-query.js'
@@ -55,11 +55,7 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   const problems: InvalidParam[] = []
   // Each reserved parameter is read once, so a repeated one is reported once.
   const given: Partial<Record<ParameterName, string>> = {}
-  for (const name of listParameterNames as ReadonlySet<ParameterName>) {
-    const value = raw[name]
-    if (Array.isArray(value)) problems.push({ name, reason: 'must be given at most once' })
-    else given[name] = value
-  }
+  for (const name of listParameterNames as ReadonlySet<ParameterName>) given[name] = singleValue(name, raw[name], problems)
 
   const read = <N extends ParameterName>(name: N) => queryParameters[name].parse(model, given[name], problems) as ReturnType<typeof queryParameters[N]['parse']>
   const pageSize = read('pageSize') ?? model.defaultPageSize
@@ -81,9 +77,10 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   const token = read('token')
   if (token !== undefined && (given.offset !== undefined || pageText !== undefined)) problems.push({ name: 'token', reason: 'a token cannot be combined with offset or pageOffset' })
 
+  // Lists as sent, comma-separated or repeated: the links are followed by the client that chose the form.
   const stableQuery = encodeStable([
     ['filter', given.filter], ...simple,
-    ['sort', given.sort], ['fields', given.fields], ['expand', given.expand], ['include', given.include],
+    ['sort', raw.sort], ['fields', raw.fields], ['expand', raw.expand], ['include', raw.include],
     ['total', total ? 'true' : undefined]
   ])
   // Paging stability 2–3: a token only opens with the filter, sort and fields it was issued for.
@@ -276,17 +273,16 @@ export interface ItemRequest {
   readonly variant: string
 }
 
-/** RETRIEVE's query: `fields`, `expand`, `include`; anything else is 400 so typos never pass silently. */
+/** RETRIEVE's query: `fields`, `expand`, `include` (each a list); anything else is 400 so typos never pass silently. */
 export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemRequest {
   const problems: InvalidParam[] = []
   for (const name of Object.keys(raw)) {
     if (!itemParameterNames.has(name)) problems.push({ name, reason: 'unknown query parameter' })
-    else if (Array.isArray(raw[name])) problems.push({ name, reason: 'must be given at most once' })
   }
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
-  const expand = queryParameters.expand.parse(model, raw.expand as string | undefined, problems)
-  const include = queryParameters.include.parse(model, raw.include as string | undefined, problems)
-  const fields = withRelationKeys(queryParameters.fields.parse(model, raw.fields as string | undefined, problems) ?? readableFields(model), [...expand, ...include])
+  const expand = queryParameters.expand.parse(model, singleValue('expand', raw.expand, problems), problems)
+  const include = queryParameters.include.parse(model, singleValue('include', raw.include, problems), problems)
+  const fields = withRelationKeys(queryParameters.fields.parse(model, singleValue('fields', raw.fields, problems), problems) ?? readableFields(model), [...expand, ...include])
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
   return { fields, expand, include, variant: representationVariant(fields, expand, include) }
 }

@@ -10,6 +10,8 @@ export interface QueryParameter<T> {
   readonly name: string
   /** Also a parameter of RETRIEVE, beside LIST. */
   readonly item: boolean
+  /** A list: repeating it (`sort=-year&sort=title`) reads as one comma-separated value (`sort=-year,title`). */
+  readonly list: boolean
   /** Its schema in the document, description included; undefined when the model leaves nothing to send. */
   readonly schema: (model: ResourceModel) => JsonSchema | undefined
   /** The value as sent, once (undefined when absent); each problem names the parameter. */
@@ -40,6 +42,7 @@ function count ({ minimum, description, limit, fallback }: Count): Entry<number 
   return name => ({
     name,
     item: false,
+    list: false,
     schema: model => ({
       type: 'integer',
       minimum,
@@ -67,16 +70,18 @@ function count ({ minimum, description, limit, fallback }: Count): Entry<number 
 const text = (description: string): Entry<string | undefined> => name => ({
   name,
   item: false,
+  list: false,
   schema: () => ({ type: 'string', description }),
   parse: (_model, value) => value
 })
 
 /**
- * `fields=a,b` and friends: comma-separated in one parameter, never repeated (OpenAPI style form,
- * explode false), each item trimmed; `fields=` names nothing and is refused like an unknown name.
+ * `fields=a,b` and friends: comma-separated, or the parameter repeated (`fields=a&fields=b`, OpenAPI
+ * style form, explode true: what generated clients send by default), or both; each item trimmed.
+ * `fields=` names nothing and is refused like an unknown name.
  */
-const commaList = (values: readonly string[], description: string, unique = false): JsonSchema =>
-  ({ type: 'array', items: { type: 'string', enum: values }, minItems: 1, ...(unique ? { uniqueItems: true } : {}), description })
+const commaList = (values: readonly string[], description: string): JsonSchema =>
+  ({ type: 'array', items: { type: 'string', enum: values }, minItems: 1, description: `${description} Repeat the parameter or separate the values with commas: both mean the same.` })
 
 function splitList (value: string): string[] {
   return value.split(',').map(part => part.trim())
@@ -85,6 +90,7 @@ function splitList (value: string): string[] {
 const fields: Entry<Set<string> | null> = name => ({
   name,
   item: true,
+  list: true,
   schema: model => commaList([...model.fields.keys()], `Fields to return, comma-separated (a name given twice counts once); ${model.mandatory.join(', ')} always are.`),
   parse (model, value, problems) {
     if (value === undefined) return null
@@ -100,6 +106,7 @@ const fields: Entry<Set<string> | null> = name => ({
 const relations = (description: (model: ResourceModel) => string): Entry<RelationModel[]> => name => ({
   name,
   item: true,
+  list: true,
   // Without relations no value is accepted: the parameter is left out.
   schema: model => model.relations.size === 0 ? undefined : commaList([...model.relations.keys()], description(model)),
   parse (model, value, problems) {
@@ -120,9 +127,15 @@ const sortableFields = (model: ResourceModel) => [...model.fields.values()].filt
 const sort: Entry<SortKey[]> = name => ({
   name,
   item: false,
+  list: true,
   // A bare `+` in a query string is a space, which is trimmed: `sort=+year` is ascending too.
-  schema: model => commaList(sortableFields(model).flatMap(field => [field, `-${field}`, `+${field}`]),
-    `Sort keys, comma-separated, the first primary; a leading - sorts descending, a leading + or none ascending; each field at most once; null sorts first ascending. The ${model.idField} always ends the order.`, true),
+  schema: model => ({
+    ...commaList(sortableFields(model).flatMap(field => [field, `-${field}`, `+${field}`]),
+      `Sort keys, the first primary; a leading - sorts descending, a leading + or none ascending; each field at most once; null sorts first ascending. The ${model.idField} always ends the order.`),
+    // Each field at most once, in any direction: what the parser refuses, not only equal keys
+    // (in `not`, which type generators leave alone, where an allOf would add members of type unknown).
+    not: { anyOf: sortableFields(model).map(field => ({ contains: { enum: [field, `-${field}`, `+${field}`] }, minContains: 2 })) }
+  }),
   parse (model, value, problems) {
     const keys: SortKey[] = []
     // `sort=` names nothing: refused like `fields=`, rather than read as the default order.
@@ -145,6 +158,7 @@ const sort: Entry<SortKey[]> = name => ({
 const total: Entry<boolean> = name => ({
   name,
   item: false,
+  list: false,
   schema: () => ({ type: 'boolean', default: false, description: 'Also return the number of matches across all pages, in meta.total.' }),
   parse (_model, value, problems) {
     if (value === undefined || value === 'false') return false
@@ -199,6 +213,17 @@ export type ParameterName = keyof typeof queryParameters
 const entries = Object.values(queryParameters) as ReadonlyArray<QueryParameter<unknown>>
 export const listParameterNames: ReadonlySet<string> = new Set(entries.map(parameter => parameter.name))
 export const itemParameterNames: ReadonlySet<string> = new Set(entries.filter(parameter => parameter.item).map(parameter => parameter.name))
+
+/**
+ * A parameter's text as one value: a list's repetitions joined by commas, undefined for any other
+ * parameter given more than once (a problem naming it).
+ */
+export function singleValue (name: string, value: string | string[] | undefined, problems: InvalidParam[]): string | undefined {
+  if (!Array.isArray(value)) return value
+  if ((queryParameters as Record<string, QueryParameter<unknown>>)[name].list) return value.join(',')
+  problems.push({ name, reason: 'must be given at most once' })
+  return undefined
+}
 
 /** The documented schemas of LIST's reserved parameters, or RETRIEVE's, by name. */
 export function parameterSchemas (model: ResourceModel, operation: 'list' | 'retrieve'): Record<string, JsonSchema> {

@@ -74,7 +74,51 @@ export function modifySchema (model: ResourceModel): JsonSchema {
   return { type: 'object', properties, additionalProperties: false }
 }
 
+/**
+ * A body as the OpenAPI document shows it: what the server takes (the schemas above, which also
+ * pick the error each refusal names), written for generated clients. Server-set fields are left
+ * out, and `additionalProperties: false` refuses them (`not: {}` reads as a member of type
+ * `unknown`); the id of PUT and PATCH may repeat the path's; a PATCH sets null only where removing
+ * the member leaves a valid merged result.
+ */
+export function documentedBodySchema (model: ResourceModel, operation: 'create' | 'replace' | 'modify'): JsonSchema {
+  const properties: Record<string, unknown> = {}
+  const required: string[] = []
+  for (const field of model.fields.values()) {
+    if (field.name === model.idField && operation !== 'create') {
+      properties[field.name] = { type: 'string', description: `May repeat the ${model.idField} of the path; any other value is 400.` }
+    } else if (field.readOnly) {
+      continue
+    } else if (operation === 'modify') {
+      // A nullable field's schema admits null already; a required one's must not (null removes it).
+      const patch = patchOf(field.schema, true)
+      properties[field.name] = field.required ? withoutNull(patch) : field.nullable ? patch : orNull(patch)
+    } else {
+      properties[field.name] = defaultBelow(field.schema)
+      if (field.required) required.push(field.name)
+    }
+  }
+  return { type: 'object', properties, ...(operation === 'modify' ? {} : { required }), additionalProperties: false }
+}
+
+/**
+ * A member's `default` one level down, in an allOf of one: openapi-typescript reads a `default`
+ * beside a component's property as "always present" (its defaultNonNullable, meant for responses)
+ * and would require the member in the body's type; validators and renderers read both the same.
+ */
+function defaultBelow (schema: TSchema | JsonSchema): JsonSchema {
+  return schema.default === undefined ? schema : { allOf: [schema] }
+}
+
 const orNull = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] })
+
+/** A nullable schema's other branches: a merge patch cannot set null (RFC 7396 §2), only remove. */
+function withoutNull (schema: JsonSchema): JsonSchema {
+  if (!Array.isArray(schema.anyOf)) return schema
+  const { anyOf, ...rest } = schema
+  const values = (anyOf as JsonSchema[]).filter(variant => variant.type !== 'null')
+  return values.length === 1 ? { ...rest, ...values[0] } : { ...rest, anyOf: values }
+}
 
 // Which members are present, and how many, is the merged object's business, not the patch's.
 const mergedOnly = new Set(['required', 'minProperties', 'maxProperties', 'dependentRequired', 'dependencies'])
@@ -83,20 +127,27 @@ const mergedOnly = new Set(['required', 'minProperties', 'maxProperties', 'depen
  * What may patch a value of `schema` (RFC 7396 §2): an object patch merges member by member, so
  * at every depth a member may be left out, be null (removed) or patch that member in turn; any
  * other value replaces the old one whole and keeps its schema. Defaults go at every depth, or the
- * validator would write them into the patch and so over the stored members.
+ * validator would write them into the patch and so over the stored members. `exact` (the
+ * document's) allows null only on members the merged result may lack; the validator lets the
+ * merged result refuse the others, naming them as missing.
  */
-function patchOf (schema: TSchema | JsonSchema): JsonSchema {
+function patchOf (schema: TSchema | JsonSchema, exact = false): JsonSchema {
   const { oneOf, ...rest } = withoutDefault(schema)
   const patch: JsonSchema = Object.fromEntries(Object.entries(rest).filter(([keyword]) => !mergedOnly.has(keyword)))
+  const relax = (member: JsonSchema) => patchOf(member, exact)
   // Relaxed branches may overlap, so oneOf becomes anyOf; the merged result is still held to oneOf.
   const variants = rest.anyOf ?? oneOf
-  if (Array.isArray(variants)) patch.anyOf = variants.map(patchOf)
-  if (Array.isArray(rest.allOf)) patch.allOf = rest.allOf.map(patchOf)
+  if (Array.isArray(variants)) patch.anyOf = variants.map(relax)
+  if (Array.isArray(rest.allOf)) patch.allOf = rest.allOf.map(relax)
+  const required = exact && Array.isArray(rest.required) ? rest.required as string[] : []
   for (const keyword of ['properties', 'patternProperties']) {
     const members = rest[keyword] as Record<string, JsonSchema> | undefined
-    if (members !== undefined) patch[keyword] = Object.fromEntries(Object.entries(members).map(([name, member]) => [name, orNull(patchOf(member))]))
+    if (members !== undefined) {
+      patch[keyword] = Object.fromEntries(Object.entries(members).map(([name, member]) =>
+        [name, keyword === 'properties' && required.includes(name) ? relax(member) : orNull(relax(member))]))
+    }
   }
-  if (typeof rest.additionalProperties === 'object') patch.additionalProperties = orNull(patchOf(rest.additionalProperties as JsonSchema))
+  if (typeof rest.additionalProperties === 'object') patch.additionalProperties = orNull(relax(rest.additionalProperties as JsonSchema))
   return patch
 }
 

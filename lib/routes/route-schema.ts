@@ -3,7 +3,7 @@
 // their by-product. Only bodies are validated and only success bodies serialized by
 // them; query strings, headers and error responses are documentation (lib/index.ts, problem.ts).
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
-import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
+import { createSchema, documentedBodySchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import { hasHooks } from '../rules/compile.js'
 import type { ResolvedOptions } from '../options.js'
@@ -60,7 +60,7 @@ const pascal = (name: string) => name.split(/[-_]/).map(part => part.charAt(0).t
 const successTypes = [...produced]
 
 /** A simple filter's value: the field's type; `null` matches absent values of non-string fields. */
-function filterValue (field: FieldModel, description: string): JsonSchema {
+function filterValue (field: FieldModel): JsonSchema {
   const formats: Record<string, JsonSchema> = {
     string: { type: 'string' },
     integer: { type: 'integer' },
@@ -70,20 +70,21 @@ function filterValue (field: FieldModel, description: string): JsonSchema {
     datetime: { type: 'string', format: 'date-time' }
   }
   const value = formats[field.type]
-  return field.nullable && field.type !== 'string'
-    ? { anyOf: [value, { type: 'string', enum: ['null'] }], description }
-    : { ...value, description }
+  return field.nullable && field.type !== 'string' ? { anyOf: [value, { type: 'string', enum: ['null'] }] } : value
 }
+
+/** Repeated, a simple filter matches any of its values: documented as an array, which generated clients send repeated. */
+const repeatable = (field: FieldModel, description: string): JsonSchema =>
+  ({ type: 'array', items: filterValue(field), minItems: 1, description: `${description}; repeat the parameter to match any of several values.` })
 
 function simpleFilters (model: ResourceModel): Record<string, JsonSchema> {
   const filters: Record<string, JsonSchema> = {}
-  const repeat = 'repeat the parameter to match any of several values.'
   for (const field of model.fields.values()) {
-    if (field.type !== 'json' && !listParameterNames.has(field.name)) filters[field.name] = filterValue(field, `Simple filter: ${field.name} equals this value; ${repeat}`)
+    if (field.type !== 'json' && !listParameterNames.has(field.name)) filters[field.name] = repeatable(field, `Simple filter: ${field.name} equals this value`)
   }
   for (const relation of model.relations.values()) {
     for (const field of relation.target.fields.values()) {
-      if (field.type !== 'json') filters[`${relation.name}.${field.name}`] = filterValue(field, `Simple filter on the related ${relation.target.singular}: its ${field.name} equals this value; ${repeat}`)
+      if (field.type !== 'json') filters[`${relation.name}.${field.name}`] = repeatable(field, `Simple filter on the related ${relation.target.singular}: its ${field.name} equals this value`)
     }
   }
   return filters
@@ -94,27 +95,33 @@ function listQuerystring (model: ResourceModel): JsonSchema {
     type: 'object',
     properties: { ...parameterSchemas(model, 'list'), ...simpleFilters(model) },
     additionalProperties: false,
-    // Lists are comma-separated in one parameter (`sort=-year,title`), never repeated.
+    // Lists and simple filters repeat the parameter (`sort=-year&sort=title`), what generated
+    // clients send by default; lists may also be comma-separated (query/parameters.ts).
     style: 'form',
-    explode: false
+    explode: true
   }
 }
 
 function itemQuerystring (model: ResourceModel): JsonSchema {
-  return { type: 'object', properties: parameterSchemas(model, 'retrieve'), additionalProperties: false, style: 'form', explode: false }
+  return { type: 'object', properties: parameterSchemas(model, 'retrieve'), additionalProperties: false, style: 'form', explode: true }
 }
 
 const idParams = (model: ResourceModel, description = `The ${model.singular}'s ${model.idField}.`): JsonSchema =>
   ({ type: 'object', properties: { id: { type: 'string', description } }, required: ['id'] })
 
-/** Read-only fields marked for OpenAPI, so generated clients do not send them (the validator refuses them anyway). */
-function namedBody (name: string, schema: JsonSchema, model: ResourceModel): JsonSchema {
-  const properties = { ...(schema.properties as Record<string, JsonSchema>) }
-  for (const field of model.fields.values()) {
-    if (field.readOnly) properties[field.name] = { ...properties[field.name], readOnly: true }
+const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
+
+/**
+ * A write's body: validated by the server's schema (registry/derive.ts), documented by the one
+ * written for clients. The $id names the component (openapi/index.ts); each route's body is
+ * compiled once, by one Ajv.
+ */
+function bodyOf (model: ResourceModel, operation: 'create' | 'replace' | 'modify') {
+  const name = schemaNames(model)[operation]
+  return {
+    body: { $id: name, ...bodySchemas[operation](model) },
+    documentedBody: { $id: name, ...documentedBodySchema(model, operation) }
   }
-  // The $id names the component (openapi/index.ts); each route's body is compiled once, by one Ajv.
-  return { $id: name, ...schema, properties }
 }
 
 function linkRels (model: ResourceModel): string {
@@ -231,12 +238,11 @@ const saved = (model: ResourceModel, what: string) => ({ $ref: `${schemaNames(mo
 const savedMinimal = (what: string) => ({ 204: { type: 'null', description: `${what} (Prefer: return=minimal); no body.`, headers: { ...validators, ...preferenceApplied, ...requestId } } })
 
 export function createRouteSchema (model: ResourceModel, options: SchemaOptions) {
-  const names = schemaNames(model)
   return {
     ...tagged(model, options, `create${pascal(model.singular)}`, `Create ${a(model.singular)}`,
       writeProse(options, `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400. With Prefer: return=minimal, the 201 has no body.`)),
     headers: requestHeaders({ ...preferHeader, ...keyed(options, model).header }),
-    body: namedBody(names.create, createSchema(model), model),
+    ...bodyOf(model, 'create'),
     consumes: [...bodyTypes.create],
     produces: successTypes,
     response: {
@@ -254,13 +260,12 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
 }
 
 export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions) {
-  const names = schemaNames(model)
   return {
     ...tagged(model, options, `replace${pascal(model.singular)}`, `Replace ${a(model.singular)}`,
       writeProse(options, `REPLACE ${a(model.singular)} with the body; the body may repeat the ${model.idField}, never change it.`)),
     params: idParams(model),
     headers: writeHeaders(options, preferHeader),
-    body: namedBody(names.replace, replaceSchema(model), model),
+    ...bodyOf(model, 'replace'),
     consumes: [...bodyTypes.replace],
     produces: successTypes,
     response: { 200: saved(model, `The ${model.singular} as replaced.`) },
@@ -275,13 +280,12 @@ export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions
 }
 
 export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions) {
-  const names = schemaNames(model)
   return {
     ...tagged(model, options, `modify${pascal(model.singular)}`, `Modify ${a(model.singular)}`,
       writeProse(options, `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`)),
     params: idParams(model),
     headers: writeHeaders(options, { ...preferHeader, ...keyed(options, model).header }),
-    body: namedBody(names.modify, modifySchema(model), model),
+    ...bodyOf(model, 'modify'),
     consumes: [...bodyTypes.modify],
     produces: successTypes,
     response: { 200: saved(model, `The ${model.singular} as modified.`) },
@@ -360,18 +364,15 @@ const localId: JsonSchema = {
   description: 'The id of the record an earlier create of this batch named with this lid.'
 }
 
-/** An operation's `data`: the route's body, where a relation field may hold a local id too. */
-function batchData (model: ResourceModel, schema: JsonSchema): JsonSchema {
-  const body = namedBody('', schema, model)
-  const { $id, ...rest } = body
-  const properties = { ...(rest.properties as Record<string, JsonSchema>) }
+/** An operation's `data`: the route's documented body, where a relation field may hold a local id too. */
+function batchData (model: ResourceModel, operation: 'create' | 'replace' | 'modify'): JsonSchema {
+  const body = documentedBodySchema(model, operation)
+  const properties = { ...(body.properties as Record<string, JsonSchema>) }
   for (const relation of model.relations.values()) {
     if (relation.kind === 'one') properties[relation.field] = { anyOf: [properties[relation.field], localId] }
   }
-  return { ...rest, properties }
+  return { ...body, properties }
 }
-
-const batchBodies = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
 
 /** One oneOf branch per resource and operation it serves; `served(model, op)` says which. */
 function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modify' | 'delete'): JsonSchema {
@@ -387,7 +388,7 @@ function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modif
       ...target,
       // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
       ifMatch: { type: 'string', description: 'As the If-Match header of the single request.' },
-      ...(op === 'delete' ? {} : { data: batchData(model, batchBodies[op](model)) })
+      ...(op === 'delete' ? {} : { data: batchData(model, op) })
     },
     required: ['op', 'resource', ...(op === 'create' ? [] : ['id']), ...(op === 'delete' ? [] : ['data'])],
     additionalProperties: false

@@ -8,7 +8,7 @@ import { defineResource, memoryStore } from '../../lib/index.js'
 import type { ResourceModel } from '../../lib/index.js'
 import { buildRegistry } from '../../lib/registry/index.js'
 import {
-  createSchema, linksSchema, listEnvelopeSchema, mergedSchema, modifySchema, replaceSchema, responseSchema, schemaNames, singleEnvelopeSchema
+  createSchema, documentedBodySchema, linksSchema, listEnvelopeSchema, mergedSchema, modifySchema, replaceSchema, responseSchema, schemaNames, singleEnvelopeSchema
 } from '../../lib/registry/derive.js'
 import { demoResources } from '../../demo/schemas/index.js'
 
@@ -182,4 +182,33 @@ t.test('the list envelope has meta, data with the plural and paging numbers, lin
   t.equal((plain.properties as Record<string, unknown>).total, undefined)
   const atRoot = listEnvelopeSchema(books, 'Book#', { singleResource: 'nested', links: 'array', totalAtRoot: true })
   t.same((atRoot.properties as Record<string, unknown>).total, { type: 'integer', minimum: 0 })
+})
+
+t.test('documented bodies leave server-set fields out, keep defaults optional and allow null only where a patch may remove', async t => {
+  const model = modelOf(Type.Object({
+    id: Type.Readonly(Type.String()),
+    stamp: Type.ReadonlyOptional(Type.String()),
+    name: Type.String(),
+    label: Type.Union([Type.String(), Type.Null()]),
+    tag: Type.Union([Type.String(), Type.Number(), Type.Null()]),
+    note: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    count: Type.Optional(Type.Integer({ default: 0 })),
+    spec: Type.Optional(Type.Object({ a: Type.Number(), b: Type.Optional(Type.Number()) }))
+  }))
+  const create = plain(documentedBodySchema(model, 'create'))
+  t.same(Object.keys(create.properties), ['name', 'label', 'tag', 'note', 'count', 'spec'], 'no id, no server-set field')
+  t.same(create.required, ['name', 'label', 'tag'])
+  t.same(create.properties.count, { allOf: [{ type: 'integer', default: 0 }] })
+  t.equal(create.additionalProperties, false)
+  const replace = plain(documentedBodySchema(model, 'replace'))
+  t.match(replace.properties.id, { type: 'string', description: /repeat the id of the path/ })
+  t.same(replace.required, create.required)
+  const patch = plain(documentedBodySchema(model, 'modify'))
+  t.equal(patch.required, undefined)
+  t.same(patch.properties.name, { type: 'string' }, 'required: no null')
+  t.same(patch.properties.label, { type: 'string' }, 'required and nullable: null would remove it, so no null either')
+  t.same(patch.properties.tag, { anyOf: [{ type: 'string' }, { type: 'number' }] })
+  t.same(patch.properties.note, { anyOf: [{ type: 'string' }, { type: 'null' }] }, 'nullable: null once')
+  t.same(patch.properties.count, { anyOf: [{ type: 'integer' }, { type: 'null' }] }, 'optional: null removes it; no default')
+  t.same(patch.properties.spec.anyOf[0].properties, { a: { type: 'number' }, b: { anyOf: [{ type: 'number' }, { type: 'null' }] } }, 'and so inside objects')
 })
