@@ -157,7 +157,13 @@ function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answ
     { rel: 'first', href: prefix }
   ]
   if (token !== undefined && items.length > 0) links.push({ rel: 'prev', href: `${prefix}&token=${codec.seal({ window: 'before', values: key(items[0]) }, binding)}` })
-  if (hasMore && pageSize > 0) links.push({ rel: 'next', href: `${prefix}&token=${codec.seal({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
+  if (hasMore && pageSize > 0) {
+    links.push({ rel: 'next', href: `${prefix}&token=${codec.seal({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
+    // A token with no position: the page that precedes the end.
+    links.push({ rel: 'last', href: `${prefix}&token=${codec.seal({ window: 'before', values: [] }, binding)}` })
+  } else if (pageSize > 0) {
+    links.push({ rel: 'last', href: links[0].href })
+  }
   return reply.send({ meta: { pageSize }, data: { [member]: items, pageSize }, links })
 }
 
