@@ -413,6 +413,21 @@ t.test('openapi.json answers JSON only: another Accept is a 406 problem', async 
   t.match(res.json(), { status: 406, detail: /available: application\/json\.$/ })
 })
 
+t.test('no request header or parameter carries an example a console would send as a prefilled value', async t => {
+  const app = await demoApp(t)
+  const document = (await app.inject({ url: '/v1/openapi.json' })).json()
+  const prefilled: string[] = []
+  for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, { parameters?: Array<{ name: string, in: string, example?: unknown, examples?: unknown, schema?: { examples?: unknown, example?: unknown } }> }>>)) {
+    for (const [method, operation] of Object.entries(item)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.example !== undefined || parameter.examples !== undefined || parameter.schema?.examples !== undefined || parameter.schema?.example !== undefined) prefilled.push(`${method} ${path} ${parameter.in} ${parameter.name}`)
+      }
+    }
+  }
+  t.same(prefilled, [])
+  t.match(document.paths['/books'].post.parameters.find((parameter: { name: string }) => parameter.name === 'Date').description, /Sun, 06 Nov 1994 08:49:37 GMT/, 'the form is told in prose')
+})
+
 t.test('the reference page is served without credentials, with its own CSP', async t => {
   const app = await demoApp(t)
   const page = await app.inject({ url: '/v1/docs', headers: { accept: 'text/html' } })
