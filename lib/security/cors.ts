@@ -62,11 +62,27 @@ function methodList (methods: readonly string[]): string {
 }
 
 /**
+ * Whether `origin` is this server's own, as the request reached it (scheme and Host, or the
+ * forwarded ones under `trustProxy`): a browser sends Origin on its same-origin POST, PUT, PATCH
+ * and DELETE too (Fetch §3.1), the docs page's "Test Request" among them, and a page may always
+ * call its own origin (CORS does not apply). Compared as URL origins, which drop a default port.
+ */
+function isOwnOrigin (request: FastifyRequest, origin: string): boolean {
+  try {
+    return new URL(`${request.protocol}://${request.host}`).origin === origin
+  } catch {
+    // A Host no URL can hold names no origin.
+    return false
+  }
+}
+
+/**
  * The CORS step of the request edge (pipeline.ts), per request a Set lookup; what it sends
  * is prepared here. Written here rather than with @fastify/cors: its per-request options delegator
  * (needed for the 403 and the per-route methods) re-normalised its options on every request
  * (benchmarks/README.md measured what that cost).
- * No Origin: nothing to do (Vary: Origin is among the fixed headers). An Origin off the list: 403.
+ * No Origin, or the server's own: nothing to do (Vary: Origin is among the fixed headers). Any
+ * other Origin off the list: 403.
  * A preflight (OPTIONS with Access-Control-Request-Method) is answered here, 204, before the rate
  * limit and authentication, since browsers send no credentials with it; any other OPTIONS is QUERY
  * CAPABILITIES. Other requests get Access-Control-Allow-Origin and -Expose-Headers.
@@ -83,6 +99,7 @@ export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean) {
     const origin = request.headers.origin
     if (origin === undefined) return false
     if (!allowed.has(origin)) {
+      if (isOwnOrigin(request, origin)) return false
       throw withInvalidParams(new ForbiddenError('The Origin of this request is not allowed.'), [{ name: 'Origin', reason: 'is not on the list of allowed origins' }])
     }
     reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', exposed)
