@@ -109,9 +109,12 @@ t.test('OPTIONS without Access-Control-Request-Method is QUERY CAPABILITIES, wit
   t.equal((await app.inject({ method: 'OPTIONS', url: '/v1/nothing', headers: auth.read })).statusCode, 404)
 })
 
-t.test('a request from the server\'s own origin passes without CORS headers, as the docs page\'s writes do', async t => {
-  const app = await buildSecureApp(t, { cors })
+t.test('with ownOrigin, a request from the server\'s own origin passes without CORS headers, as the docs page\'s writes do', async t => {
   const own = { host: 'api.example.com:8443', origin: 'http://api.example.com:8443' }
+  const strict = await buildSecureApp(t, { cors })
+  t.equal((await strict.inject({ url: '/v1/authors', headers: { ...auth.read, ...own } })).statusCode, 403, 'by default the own origin must be listed, as any other')
+  await t.rejects(buildSecureApp(t, { cors: { ...cors, ownOrigin: 'yes' as never } }), { message: /cors\.ownOrigin must be true or false/ })
+  const app = await buildSecureApp(t, { cors: { ...cors, ownOrigin: true } })
   const created = await app.inject({ method: 'POST', url: '/v1/authors', headers: { ...auth.writeJson, ...own }, payload: { name: 'Ann' } })
   t.equal(created.statusCode, 201)
   t.notOk(created.headers['access-control-allow-origin'], 'same-origin: no CORS headers needed')
@@ -125,7 +128,7 @@ t.test('a request from the server\'s own origin passes without CORS headers, as 
 })
 
 t.test('behind a proxy trusted with X-Forwarded-Proto and -Host, its public origin is the own one', async t => {
-  const app = await buildSecureApp(t, { cors, server: { trustProxy: true } })
+  const app = await buildSecureApp(t, { cors: { ...cors, ownOrigin: true }, server: { trustProxy: true } })
   const headers = { ...auth.read, host: '10.0.0.5:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com' }
   t.equal((await app.inject({ url: '/v1/authors', headers: { ...headers, origin: 'https://api.example.com' } })).statusCode, 200)
   t.equal((await app.inject({ url: '/v1/authors', headers: { ...headers, origin: 'http://10.0.0.5:3000' } })).statusCode, 403)

@@ -1,7 +1,10 @@
 // The reference page (spec "What the service does" 3): `/v1/docs` of the demo loads in headless
 // Chromium with no console errors, offline (every request stays on the server), and shows the API's
-// title; as a console, its "Test Request" creates a record from the page (same origin, so no CORS).
+// title; as a console, its "Test Request" creates a record from the page: its own origin, listed in
+// ALLOWED_ORIGINS as the demo's default lists http://localhost:8080 (a browser sends Origin on a
+// same-origin POST too).
 import { existsSync } from 'node:fs'
+import { createServer } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
 import { chromium } from 'playwright-core'
@@ -14,16 +17,27 @@ const executablePath = '/usr/bin/chromium'
 const missing = existsSync(executablePath) ? false : `no Chromium at ${executablePath} (apt-get install -y chromium)`
 if (missing !== false) console.log(`# skipping the browser check: ${missing}`)
 
-/** Chromium on the demo (memory store), listening on a free port: its origin and the browser. */
+/** A port free on 127.0.0.1 now. */
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise(resolve => server.close(resolve))
+  return port
+}
+
+/** Chromium on the demo (memory store) on a free port, its origin allowed: its origin and the browser. */
 async function demoInBrowser (t: Test) {
   const browser = await chromium.launch({
     executablePath,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
   })
   t.teardown(() => browser.close())
-  const app = await buildDemoApp(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length' }))
+  const port = await freePort()
+  const origin = `http://127.0.0.1:${port}`
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length', ALLOWED_ORIGINS: origin }))
   t.teardown(() => app.close())
-  const origin = await app.listen({ host: '127.0.0.1', port: 0 })
+  await app.listen({ host: '127.0.0.1', port })
   return { browser, origin }
 }
 
@@ -56,7 +70,7 @@ t.test('the reference page loads offline in Chromium, without console errors, sh
   t.same(problems, [], 'no console errors')
 })
 
-t.test('"Test Request" on the page creates an author: the page\'s own origin is accepted', { skip: missing }, async t => {
+t.test('"Test Request" on the page creates an author from the page\'s origin', { skip: missing }, async t => {
   const { browser, origin } = await demoInBrowser(t)
   const page = await browser.newPage()
   await page.goto(`${origin}/v1/docs`, { waitUntil: 'networkidle' })
