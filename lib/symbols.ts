@@ -41,3 +41,7 @@ export const kPluginPrefixes = Symbol('prefixes of the plugin instances on this 
 export const kCaller = Symbol('api-conventions.caller')
 /** The store transaction a keyed write runs in (idempotency.ts); the write's own steps join it. */
 export const kKeyedTransaction = Symbol('api-conventions.keyedTransaction')
+/** The time a request has spent on its store so far, for Server-Timing (store-timing.ts). */
+export const kStoreTime = Symbol('api-conventions.storeTime')
+/** What the plugin reads of a createMetrics() result (metrics.ts): not part of its public shape. */
+export const kMetricsCollector = Symbol('api-conventions.metricsCollector')
