@@ -101,8 +101,6 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
       { name: 'storeClock', phase: 'onRequest', hookFor: () => storeTiming?.enter },
       // Before the body is read: a refused caller's body is never parsed.
       { name: 'authorization', phase: 'preParsing', hookFor: authorizationFor(options) },
-      // Again once the body is read: its events come with the connection's context, not the request's.
-      { name: 'storeClockAfterBody', phase: 'preValidation', hookFor: route => storeTiming !== null && mayHaveBody(route) ? storeTiming.enter : undefined },
       { name: 'storableText', phase: 'preValidation', hookFor: route => mayHaveBody(route) ? checkStorableText : undefined },
       // Before the route's validation: fields the caller may not read are unknown names to it.
       { name: 'callerBody', phase: 'preValidation', hookFor: (_route, spec) => spec?.resource == null || !bodyWrites.has(spec.operation) ? undefined : callerBodyCheck(spec.resource, spec.operation as BodyWrite, context) },

@@ -23,7 +23,7 @@ const timedCalls = ['list', 'get', 'getMany', 'create', 'update', 'remove', 'tra
 const untimedCalls = ['purgeKeys', 'prepare', 'poolStats', 'close'] as const
 
 export interface StoreTiming {
-  /** Route hook (onRequest, and again at preValidation): the steps after it count their store calls in the request's clock. */
+  /** Route onRequest hook: the steps after it count their store calls in the request's clock. */
   readonly enter: onRequestHookHandler
   /** The stores the routes use, each wrapped once so that its calls are timed. */
   readonly timedStores: (storeOf: StoreOf) => StoreOf
@@ -33,8 +33,8 @@ export interface StoreTiming {
 
 /**
  * The handlers hold their store from registration, so a call finds its request through
- * AsyncLocalStorage. The clock is entered again at preValidation: a request body arrives in
- * events of the connection, which carry the context the connection had, not the request's.
+ * AsyncLocalStorage: entered at onRequest, it reaches the handler also past a body that arrives
+ * later, since Fastify's body parser resumes in the context it was called in.
  */
 export function createStoreTiming (): StoreTiming {
   const current = new AsyncLocalStorage<StoreClock>()

@@ -24,6 +24,8 @@
 //   GET carries the GET's config (routes/table.ts createRouteIndex, pipeline.ts route steps).
 // - Fastify's initialConfig.routerOptions holds its router settings in find-my-way's terms
 //   (routes/table.ts createRouteIndex).
+// - Fastify's body parser calls back in the async context the request's hooks ran in, also for a
+//   body that arrives later (store-timing.ts; pinned by test/server-timing.test.ts).
 
 /** The store read an item request shares between authorization and RETRIEVE (record-once.ts). */
 export const kRecordRead = Symbol('api-conventions.recordRead')
