@@ -100,5 +100,16 @@ export interface Store {
    * must check or create tables fails start-up, not requests, when it cannot serve a schema.
    */
   prepare? (models: readonly ResourceModel[], features?: PrepareFeatures): Promise<void>
+  /** Optional: the use of the store's connection pools by name (`primary`, …), read when metrics are scraped. */
+  poolStats? (): Readonly<Record<string, PoolStats>>
   close (): Promise<void>
+}
+
+/** The state of one connection pool at the moment it is read. */
+export interface PoolStats {
+  /** Connections open, busy or idle. */
+  readonly total: number
+  readonly idle: number
+  /** Requests waiting for a connection: the pool is exhausted while this is above 0. */
+  readonly waiting: number
 }
