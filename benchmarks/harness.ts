@@ -167,15 +167,6 @@ export function probe (origin: string, request: LoadRequest): Promise<{ status: 
   })
 }
 
-export interface Measurement {
-  readonly rps: number
-  readonly p50: number
-  readonly p99: number
-  readonly errors: number
-  /** Server CPU microseconds per response: barely moved by other processes competing for the cores. */
-  readonly cpuMicros: number | undefined
-}
-
 /** What a load generator reports for one bounded run; the server's CPU is measured around it. */
 export interface DriverResult { readonly requests: number, readonly seconds: number, readonly p50: number, readonly p99: number, readonly errors: number }
 
