@@ -4,8 +4,7 @@ import { OptionsInvalidError } from './errors.js'
 
 /** Node's error for a package it cannot find, naming it (not one of the package's own imports). */
 function isMissing (error: unknown, name: string): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
-  return code === 'ERR_MODULE_NOT_FOUND' && String(message).includes(`'${name}'`)
+  return error instanceof Error && (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && error.message.includes(`'${name}'`)
 }
 
 /** The package `name`, or null when it is not installed; any other failure to load it is thrown. */

@@ -89,6 +89,15 @@ t.test('two seedings at once on one store write the catalogue once', async t => 
   t.same(await bookTitles(await demoOver(t, store)), titles)
 })
 
+t.test('an instance that found the store empty but meets the first record written meanwhile stops there: written elsewhere', async t => {
+  const store = memoryStore()
+  t.equal(await seedWhenEmpty(store), 'seeded')
+  // Its look ran before the other instance's first write: the authors it reads are none.
+  const late: Store = { ...store, list: async (model, query) => model.name === 'authors' ? { items: [], hasMore: false } : await store.list(model, query) }
+  t.equal(await seedWhenEmpty(late), 'written elsewhere')
+  t.same(await bookTitles(await demoOver(t, store)), titles, 'nothing written twice')
+})
+
 const connectionString = process.env.DATABASE_URL
 t.test('two instances starting together on one empty PostgreSQL database write the catalogue once', { skip: connectionString === undefined && 'DATABASE_URL is not set' }, async t => {
   const { prefix } = runSchemas(t, connectionString)
