@@ -6,7 +6,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { kCaller } from '../symbols.js'
 
 /** What a scope holds: the request, whose caller admission sets once the credentials hold. */
-export interface CallerHolder { readonly [kCaller]: string | null }
+export interface CallerHolder { readonly [kCaller]: string | null, readonly method: string }
 
 const scopes = new AsyncLocalStorage<CallerHolder>()
 
@@ -22,4 +22,12 @@ export function inCallerScope<T> (holder: CallerHolder, work: () => T): T {
  */
 export function currentCaller (): string {
   return scopes.getStore()?.[kCaller] ?? ''
+}
+
+const reading = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/** Whether the request being served writes: what it reads to decide (authorization), it reads where it writes. */
+export function isWriting (): boolean {
+  const method = scopes.getStore()?.method
+  return method !== undefined && !reading.has(method)
 }

@@ -18,7 +18,7 @@ import type { Column, Table, TableMapping } from './table.js'
 import { ident, join, raw, sql, toQuery } from './sql.js'
 import type { Sql } from './sql.js'
 import type { ReadRouter } from './replica.js'
-import { currentCaller } from '../caller.js'
+import { currentCaller, isWriting } from '../caller.js'
 
 /** What the store needs from a driver: rows as arrays in select-list order. */
 export type QueryFunction = (text: string, values: readonly unknown[]) => Promise<unknown[][]>
@@ -201,7 +201,7 @@ export class SqlStore implements Store {
 
   /** Where a read outside a transaction runs: the replica, unless the caller must see its own writes. */
   #readQuery (): QueryFunction | Promise<QueryFunction> {
-    return this.#reads === undefined ? this.#query : this.#reads.queryFor(currentCaller())
+    return this.#reads === undefined || isWriting() ? this.#query : this.#reads.queryFor(currentCaller())
   }
 
   /** After a write outside a transaction, or a transaction's commit: the caller's reads follow it. */
@@ -291,7 +291,8 @@ export class SqlStore implements Store {
     if (!this.#prepared.has(model.base ?? model)) return this.#prepare(model).then(() => this.get(model, id))
     const table = this.#tableOf(model)
     if (!isStorable(id)) return Promise.resolve(null)
-    const rows = this.#reads === undefined ? this.#query(table.selectById, [id]) : this.#reads.queryFor(currentCaller()).then(query => query(table.selectById, [id]))
+    const on = this.#readQuery()
+    const rows = typeof on === 'function' ? on(table.selectById, [id]) : on.then(query => query(table.selectById, [id]))
     return rows.then(
       rows => rows.length === 0 ? null : table.decode(rows[0]),
       (error: unknown) => { throw this.#translate(error, 'read', model) })
