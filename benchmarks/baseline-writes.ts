@@ -29,7 +29,8 @@ export interface WriteTx {
 
 export type BookBody = Pick<BookRow, 'title' | 'authorId'> & Partial<Pick<BookRow, 'year' | 'rating' | 'available'>>
 
-const bookBody = {
+/** A book's CREATE body, as the baseline validates it. */
+export const bookBody = {
   type: 'object',
   properties: {
     title: { type: 'string', minLength: 1, maxLength: 500 },

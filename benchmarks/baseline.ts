@@ -15,7 +15,7 @@ import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
 import type { BookRow, ReviewRow } from './seed.js'
 import { bookItemSchema, bookListSchema, problemSchema, reviewListSchema } from './envelope-schemas.js'
 import { BENCH_SCHEMA, databaseUrl, traceStatements } from './postgres.js'
-import { memoryKeys, postgresKeys, problem, writeRoutes } from './baseline-writes.js'
+import { bookBody, memoryKeys, postgresKeys, problem, writeRoutes } from './baseline-writes.js'
 import type { BookBody, Row } from './baseline-writes.js'
 
 type Query = Record<string, string | undefined>
@@ -81,18 +81,7 @@ const routes = {
   reviews: { schema: { response: { 200: reviewListSchema, ...problemResponses } } },
   create: {
     schema: {
-      body: {
-        type: 'object',
-        properties: {
-          title: { type: 'string', minLength: 1, maxLength: 500 },
-          authorId: { type: 'string', minLength: 1 },
-          year: { type: ['integer', 'null'] },
-          rating: { type: ['number', 'null'], minimum: 0, maximum: 5 },
-          available: { type: 'boolean' }
-        },
-        required: ['title', 'authorId'],
-        additionalProperties: false
-      },
+      body: bookBody,
       response: { 201: bookItemSchema, ...problemResponses }
     }
   }
@@ -168,7 +157,13 @@ function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answ
     { rel: 'first', href: prefix }
   ]
   if (token !== undefined && items.length > 0) links.push({ rel: 'prev', href: `${prefix}&token=${codec.seal({ window: 'before', values: key(items[0]) }, binding)}` })
-  if (hasMore && pageSize > 0) links.push({ rel: 'next', href: `${prefix}&token=${codec.seal({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
+  if (hasMore && pageSize > 0) {
+    links.push({ rel: 'next', href: `${prefix}&token=${codec.seal({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
+    // A token with no position: the page that precedes the end.
+    links.push({ rel: 'last', href: `${prefix}&token=${codec.seal({ window: 'before', values: [] }, binding)}` })
+  } else if (pageSize > 0) {
+    links.push({ rel: 'last', href: links[0].href })
+  }
   return reply.send({ meta: { pageSize }, data: { [member]: items, pageSize }, links })
 }
 

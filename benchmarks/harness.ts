@@ -1,11 +1,14 @@
 // What run.ts and profile.ts share: starting and stopping a server script, sending a case's
-// request, and loading a server with autocannon over loopback, bounded in time.
+// request, and loading a server over loopback, bounded in time, with wrk where it is installed and
+// autocannon otherwise (BENCH_DRIVER forces one).
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { commonHeaders } from './cases.js'
+import { hasWrk, wrkLoad } from './wrk.js'
 import type { BenchCase, StoreKind } from './cases.js'
 
 /** A compiled script beside this one (dist/benchmarks/). */
@@ -69,16 +72,38 @@ function stop (child: ChildProcess): Promise<void> {
   })
 }
 
-/** A new Idempotency-Key for a keyed case's next request: unique in this run and across runs on one database. */
+/** One request shape, sent again and again: a case's on the plugin and baseline sides, a peer's equivalent of it. */
+export interface LoadRequest {
+  readonly method: 'GET' | 'POST'
+  readonly path: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body?: string
+  /** Each request carries an Idempotency-Key of its own: a repeated one would be a replay. */
+  readonly keyed: boolean
+  /** The status every response must have; any other counts as an error. */
+  readonly status: number
+}
+
+/** A case's request to the plugin or a baseline, at `path` (the case's, with its token filled in). */
+export const caseRequest = (benchCase: BenchCase, path: string): LoadRequest => ({
+  method: benchCase.method,
+  path,
+  headers: { ...commonHeaders, ...benchCase.headers },
+  ...(benchCase.body === undefined ? {} : { body: JSON.stringify(benchCase.body) }),
+  keyed: benchCase.keyed === true,
+  status: benchCase.status
+})
+
+/** A new Idempotency-Key for a keyed request: unique in this run and across runs on one database. */
 let keys = 0
 const runId = `${process.pid}-${Date.now()}`
 const freshKey = () => `"bench-${runId}-${++keys}"`
 
-function requestInit (benchCase: BenchCase) {
+function requestInit (request: LoadRequest) {
   return {
-    method: benchCase.method,
-    headers: { ...commonHeaders, ...benchCase.headers, ...(benchCase.keyed === true ? { 'idempotency-key': freshKey() } : {}) },
-    body: benchCase.body === undefined ? undefined : JSON.stringify(benchCase.body)
+    method: request.method,
+    headers: { ...request.headers, ...(request.keyed ? { 'idempotency-key': freshKey() } : {}) },
+    body: request.body
   }
 }
 
@@ -102,7 +127,7 @@ const mask = (text: string) => text
 
 /** What a client sees, for comparing the two sides: status, the headers the contract names, the body. */
 export async function answer (origin: string, path: string, benchCase: BenchCase): Promise<string> {
-  const response = await fetch(origin + path, requestInit(benchCase))
+  const response = await fetch(origin + path, requestInit(caseRequest(benchCase, path)))
   // A created record's Last-Modified is the second each side wrote it in.
   const compared = benchCase.method === 'POST' ? ['content-type', 'etag', 'location'] : ['content-type', 'etag', 'last-modified', 'location']
   const headers = compared.map(name => `${name}: ${response.headers.get(name) ?? '-'}`)
@@ -118,13 +143,58 @@ export interface Measurement {
   readonly cpuMicros: number | undefined
 }
 
-export async function load (server: Server, path: string, benchCase: BenchCase, seconds: number, connections: number): Promise<Measurement> {
-  const cpuBefore = server.cpuSeconds()
+/** What one response weighs on the wire: the status line and header lines, and the body (after any transfer coding). */
+export interface ResponseBytes { readonly header: number, readonly body: number }
+
+/** Sends a request once over a socket of its own: status, body text and the bytes of each part. */
+export function probe (origin: string, request: LoadRequest): Promise<{ status: number, body: string, bytes: ResponseBytes }> {
+  const { method, headers, body } = requestInit(request)
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(origin + request.path, { method, headers, agent: false }, response => {
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.once('error', reject)
+      response.once('end', () => {
+        const text = Buffer.concat(chunks)
+        // `HTTP/1.1 200 OK\r\n`, each `name: value\r\n`, the blank line: the header block as sent.
+        let header = `HTTP/${response.httpVersion} ${String(response.statusCode)} ${response.statusMessage ?? ''}\r\n\r\n`.length
+        for (let i = 0; i < response.rawHeaders.length; i += 2) header += Buffer.byteLength(`${response.rawHeaders[i]}: ${response.rawHeaders[i + 1]}\r\n`)
+        resolve({ status: response.statusCode ?? 0, body: text.toString('utf8'), bytes: { header, body: text.length } })
+      })
+    })
+    outgoing.once('error', reject)
+    outgoing.end(body)
+  })
+}
+
+export interface Measurement {
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  /** Server CPU microseconds per response: barely moved by other processes competing for the cores. */
+  readonly cpuMicros: number | undefined
+}
+
+/** What a load generator reports for one bounded run; the server's CPU is measured around it. */
+export interface DriverResult { readonly requests: number, readonly seconds: number, readonly p50: number, readonly p99: number, readonly errors: number }
+
+export type Driver = 'wrk' | 'autocannon'
+
+/** BENCH_DRIVER, else wrk where it is installed: autocannon shares the two cores with the servers and takes a large part of them. */
+export function chooseDriver (forced = process.env.BENCH_DRIVER): Driver {
+  if (forced === 'wrk' || forced === 'autocannon') return forced
+  if (forced !== undefined && forced !== '') throw new Error(`BENCH_DRIVER must be wrk or autocannon, received ${forced}`)
+  return hasWrk() ? 'wrk' : 'autocannon'
+}
+
+export const driver = chooseDriver()
+
+async function autocannonLoad (origin: string, request: LoadRequest, seconds: number, connections: number): Promise<DriverResult> {
   const result = await autocannon({
-    url: server.origin + path,
-    ...requestInit(benchCase),
-    // A keyed case sends every request with a key of its own: a repeated one would be a replay.
-    ...(benchCase.keyed === true ? { requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': freshKey() } }) }] } : {}),
+    url: origin + request.path,
+    ...requestInit(request),
+    ...(request.keyed ? { requests: [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, headers: { ...sent.headers, 'idempotency-key': freshKey() } }) }] } : {}),
     connections,
     pipelining: 1,
     duration: seconds,
@@ -132,13 +202,26 @@ export async function load (server: Server, path: string, benchCase: BenchCase, 
   })
   let unexpected = 0
   for (const [status, stats] of Object.entries(result.statusCodeStats ?? {})) {
-    if (Number(status) !== benchCase.status) unexpected += stats.count ?? 0
+    if (Number(status) !== request.status) unexpected += stats.count ?? 0
   }
+  return { requests: result.requests.total, seconds: result.duration, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts + unexpected }
+}
+
+/** Loads a server with one request shape for `seconds`, with the chosen driver. */
+export async function loadRequest (server: Server, request: LoadRequest, seconds: number, connections: number): Promise<Measurement> {
+  const cpuBefore = server.cpuSeconds()
+  const result = driver === 'wrk'
+    ? await wrkLoad(server.origin, request, seconds, connections)
+    : await autocannonLoad(server.origin, request, seconds, connections)
   return {
-    rps: result.requests.total / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts + unexpected,
-    cpuMicros: cpuBefore === undefined ? undefined : ((server.cpuSeconds() as number) - cpuBefore) * 1e6 / result.requests.total
+    rps: result.requests / result.seconds,
+    p50: result.p50,
+    p99: result.p99,
+    errors: result.errors,
+    cpuMicros: cpuBefore === undefined || result.requests === 0 ? undefined : ((server.cpuSeconds() as number) - cpuBefore) * 1e6 / result.requests
   }
+}
+
+export async function load (server: Server, path: string, benchCase: BenchCase, seconds: number, connections: number): Promise<Measurement> {
+  return await loadRequest(server, caseRequest(benchCase, path), seconds, connections)
 }

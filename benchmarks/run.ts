@@ -1,6 +1,7 @@
-// `npm run bench` (benchmarks/README.md "Method"): for each case and store, a fresh plugin server
-// and a fresh baseline server, answers compared, a warm-up, then load by autocannon over loopback,
-// baseline and plugin alternately for several rounds. Prints one line per case, then runs the
+// `npm run bench` (benchmarks/README.md "Method"): for each case and store, a fresh plugin server,
+// fresh baseline servers and, where the case has one, a fresh peer server (peers.ts); answers
+// compared, a warm-up, then load by wrk or autocannon over loopback, the sides alternately for
+// several rounds. Prints one line per case, then runs the
 // micro-benchmarks and the paging benchmark, writes the results JSON and renders the chart.
 // Only ratios within one run mean anything: both sides share two cores with the load generator.
 import { spawn } from 'node:child_process'
@@ -14,14 +15,17 @@ import type { SerializeResult } from './micro/serialize.js'
 import type { FilterParseResult } from './micro/filter-parse.js'
 import type { PagingResult } from './paging.js'
 import type { PostgresPagingResult } from './paging-postgres.js'
-import { answer, here, load, startServer, tokenAt } from './harness.js'
+import { answer, caseRequest, driver, here, load, loadRequest, probe, startServer, tokenAt } from './harness.js'
 import { databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
-import type { Measurement, Server } from './harness.js'
+import type { Measurement, ResponseBytes, Server } from './harness.js'
+import { peers } from './peers.js'
+import type { PeerRequest } from './peers.js'
 
 const quick = process.env.BENCH_QUICK === '1'
 const number = (name: string, fallback: number) => process.env[name] === undefined ? fallback : Number(process.env[name])
 const settings = {
   quick,
+  driver,
   /** Seconds per measurement, per side and round. */
   duration: number('BENCH_DURATION', quick ? 1 : 3),
   /** Seconds of load on each side before the measured rounds. */
@@ -72,11 +76,36 @@ interface CaseResult {
   readonly withHeaders: readonly Measurement[]
   readonly headersCeiling: number
   readonly ratioToHeaders: number
+  /** Header block and body of one response, per side (peers.ts: the peer's answer has a shape of its own). */
+  readonly bytes: Readonly<Record<'baseline' | 'plugin' | 'withHeaders', ResponseBytes>> & { readonly peer?: ResponseBytes }
+  /** The peer's equivalent request, where the case has one on this store and the peer is installed. */
+  readonly peer?: PeerResult
+}
+
+interface PeerResult {
+  readonly name: string
+  readonly measurements: readonly Measurement[]
+  readonly rps: number
+  /** Plugin ÷ peer req/s, median of the per-round ratios. */
+  readonly ratio: number
+  readonly errors: number
+  /** The peer answered the expected status with the expected records (the same book, the same 20 ids). */
+  readonly expected: boolean
+  readonly answer?: string
 }
 
 interface Sides { readonly baseline: Server, readonly plugin: Server, readonly withHeaders: Server }
+interface PeerSide { readonly name: string, readonly server: Server, readonly request: PeerRequest }
 
-async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides): Promise<CaseResult> {
+/** Whether the peer's answer has the status and the records the case expects; the answer itself when not. */
+async function checkPeer (peer: PeerSide): Promise<{ expected: boolean, answer: string, bytes: ResponseBytes }> {
+  const { status, body, bytes } = await probe(peer.server.origin, peer.request)
+  let parsed: unknown = null
+  try { parsed = JSON.parse(body) } catch {}
+  return { expected: status === peer.request.status && peer.request.holdsExpected(parsed), answer: `${status}\n${body.slice(0, 2000)}`, bytes }
+}
+
+async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides, peer?: PeerSide): Promise<CaseResult> {
   const { baseline, plugin, withHeaders } = servers
   // Each side walks to its own token: how a token binds to its query is each side's business.
   const pathOn = async (server: Server) => benchCase.tokenDepth === undefined
@@ -86,10 +115,19 @@ async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides):
   const baselineAnswer = await answer(baseline.origin, paths.baseline, benchCase)
   const pluginAnswer = await answer(plugin.origin, paths.plugin, benchCase)
   const withHeadersAnswer = await answer(withHeaders.origin, paths.withHeaders, benchCase)
+  const bytes = {
+    baseline: (await probe(baseline.origin, caseRequest(benchCase, paths.baseline))).bytes,
+    plugin: (await probe(plugin.origin, caseRequest(benchCase, paths.plugin))).bytes,
+    withHeaders: (await probe(withHeaders.origin, caseRequest(benchCase, paths.withHeaders))).bytes
+  }
+  const peerCheck = peer === undefined ? undefined : await checkPeer(peer)
   for (const side of ['baseline', 'plugin', 'withHeaders'] as const) await load(servers[side], paths[side], benchCase, settings.warmup, settings.connections)
+  if (peer !== undefined) await loadRequest(peer.server, peer.request, settings.warmup, settings.connections)
   const sides = { baseline: [] as Measurement[], plugin: [] as Measurement[], withHeaders: [] as Measurement[] }
+  const peerRounds: Measurement[] = []
   for (let round = 0; round < settings.rounds; round++) {
     for (const side of ['baseline', 'plugin', 'withHeaders'] as const) sides[side].push(await load(servers[side], paths[side], benchCase, settings.duration, settings.connections))
+    if (peer !== undefined) peerRounds.push(await loadRequest(peer.server, peer.request, settings.duration, settings.connections))
   }
   // PostgreSQL: the statements on the data each side ran during the whole case, as sets (the plugin
   // may run one twice); the store's own bookkeeping (schema check, migration) is left out.
@@ -114,22 +152,42 @@ async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides):
     sameSql: differentSql === undefined,
     ...(differentSql === undefined ? {} : { differentSql }),
     headersCeiling: median(sides.withHeaders.map((m, i) => m.rps / sides.baseline[i].rps)),
-    ratioToHeaders: median(sides.plugin.map((m, i) => m.rps / sides.withHeaders[i].rps))
+    ratioToHeaders: median(sides.plugin.map((m, i) => m.rps / sides.withHeaders[i].rps)),
+    bytes: { ...bytes, ...(peerCheck === undefined ? {} : { peer: peerCheck.bytes }) },
+    ...(peer === undefined || peerCheck === undefined
+      ? {}
+      : {
+          peer: {
+            name: peer.name,
+            measurements: peerRounds,
+            rps: median(peerRounds.map(m => m.rps)),
+            ratio: median(sides.plugin.map((m, i) => m.rps / peerRounds[i].rps)),
+            errors: peerRounds.reduce((sum, m) => sum + m.errors, 0),
+            expected: peerCheck.expected,
+            ...(peerCheck.expected ? {} : { answer: peerCheck.answer })
+          }
+        })
   }
 }
 
-const columns = [32, 16, 14, 8, 8, 8, 8, 11, 13, 11]
+const columns = [32, 16, 14, 8, 8, 8, 8, 11, 13, 11, 12, 9, 14, 14, 14, 14]
 const row = (cells: readonly string[]) => cells.map((cell, i) => i === 0 ? cell.padEnd(columns[i]) : cell.padStart(columns[i])).join('')
+
+/** `body/header` bytes of one response. */
+const weight = (bytes: ResponseBytes | undefined) => bytes === undefined ? '-' : `${bytes.body}/${bytes.header}`
 
 function line (result: CaseResult): string {
   const notes = [
     result.target !== null && result.ratio < result.target ? `below target ${result.target.toFixed(2)}` : '',
     result.sameAnswer ? '' : 'ANSWERS DIFFER',
-    result.sameSql ? '' : 'SQL DIFFERS'
+    result.sameSql ? '' : 'SQL DIFFERS',
+    result.peer === undefined || result.peer.expected ? '' : 'PEER ANSWER UNEXPECTED',
+    result.peer === undefined || result.peer.errors === 0 ? '' : `peer errors ${result.peer.errors}`
   ].filter(note => note !== '').join(', ')
   return row([`${result.store}/${result.name}`, result.baselineRps.toFixed(0), result.pluginRps.toFixed(0), result.ratio.toFixed(2),
     result.p50.toFixed(1), result.p99.toFixed(1), String(result.errors), result.cpuRatio?.toFixed(2) ?? '-',
-    result.headersCeiling.toFixed(2), result.ratioToHeaders.toFixed(2)]) + (notes === '' ? '' : `  ${notes}`)
+    result.headersCeiling.toFixed(2), result.ratioToHeaders.toFixed(2), result.peer?.rps.toFixed(0) ?? '-', result.peer?.ratio.toFixed(2) ?? '-',
+    ...(['baseline', 'plugin', 'withHeaders', 'peer'] as const).map(side => weight(result.bytes[side]))]) + (notes === '' ? '' : `  ${notes}`)
 }
 
 /** Runs a compiled micro-benchmark script, which prints its results as one JSON line last. */
@@ -149,10 +207,14 @@ function runScript (script: string, args: readonly string[] = []): Promise<unkno
 
 async function main () {
   const started = Date.now()
-  process.stdout.write(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}; ${settings.rounds} rounds of ${settings.duration} s after ${settings.warmup} s warm-up, ${settings.connections} connections\n\n`)
-  process.stdout.write(row(['case', 'baseline req/s', 'plugin req/s', 'ratio', 'p50 ms', 'p99 ms', 'errors', 'cpu ratio', 'hdr ceiling', 'vs hdr']) + '\n')
+  process.stdout.write(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}; ${settings.rounds} rounds of ${settings.duration} s after ${settings.warmup} s warm-up, ${settings.connections} connections, ${settings.driver}\n`)
+  process.stdout.write(`peers: ${settings.stores.map(store => `${store} ${peers[store].name}`).join('; ')}; bytes per response: body/header\n\n`)
+  process.stdout.write(row(['case', 'baseline req/s', 'plugin req/s', 'ratio', 'p50 ms', 'p99 ms', 'errors', 'cpu ratio', 'hdr ceiling', 'vs hdr', 'peer req/s', 'vs peer',
+    'bytes base', 'bytes plugin', 'bytes hdr', 'bytes peer']) + '\n')
   const results: CaseResult[] = []
   const skipped: Array<{ store: StoreKind, reason: string }> = []
+  /** Stores whose peer is not installed (or cannot start): told once, then left out. */
+  const peerMissing = new Set<StoreKind>()
   for (const store of settings.stores) {
     const selected = cases.filter(c => c.stores.includes(store) && settings.only.test(`${store}/${c.name}`))
     if (selected.length === 0) continue
@@ -175,17 +237,27 @@ async function main () {
       }
       const baseline = await startServer('./baseline.js', store)
       const withHeaders = await startServer('./baseline.js', store, [], { BASELINE_HEADERS: 'plugin' })
+      const peerRequest = peerMissing.has(store) ? undefined : peers[store].requests[benchCase.name]
+      const peerServer = peerRequest === undefined ? undefined : await startServer(peers[store].script, store)
+      if (peerServer !== undefined && 'unavailable' in peerServer) {
+        peerMissing.add(store)
+        skipped.push({ store, reason: `peer ${peers[store].name}: ${peerServer.unavailable}` })
+        process.stdout.write(`${store}: peer ${peers[store].name} skipped (${peerServer.unavailable})\n`)
+      }
+      const peer = peerServer === undefined || 'unavailable' in peerServer || peerRequest === undefined ? undefined : { name: peers[store].name, server: peerServer, request: peerRequest }
       try {
         if ('unavailable' in baseline || 'unavailable' in withHeaders) throw new Error(`the baseline has no ${store} store`)
-        const result = await runCase(store, benchCase, { baseline, plugin, withHeaders })
+        const result = await runCase(store, benchCase, { baseline, plugin, withHeaders }, peer)
         results.push(result)
         process.stdout.write(line(result) + '\n')
         if (result.mismatch !== undefined) process.stdout.write(`  baseline:\n${result.mismatch.baseline}\n  plugin:\n${result.mismatch.plugin}\n`)
+        if (result.peer?.answer !== undefined) process.stdout.write(`  peer:\n${result.peer.answer}\n`)
         if (result.differentSql !== undefined) process.stdout.write(`  baseline SQL:\n    ${result.differentSql.baseline.join('\n    ')}\n  plugin SQL:\n    ${result.differentSql.plugin.join('\n    ')}\n`)
       } finally {
         await plugin.stop()
         if (!('unavailable' in baseline)) await baseline.stop()
         if (!('unavailable' in withHeaders)) await withHeaders.stop()
+        await peer?.server.stop()
       }
     }
     if (store === 'postgres') await dropBenchSchema()
@@ -217,8 +289,9 @@ async function main () {
   writeFileSync(`${resultsDir}${name}.json`, JSON.stringify(report, null, 2) + '\n')
   if (!quick) writeFileSync(`${resultsDir}ratios.svg`, await renderChart(report))
   process.stdout.write(`\nwrote benchmarks/results/${name}.json${quick ? '' : ' and ratios.svg'} in ${report.seconds} s\n`)
-  // Every response must have been the intended one, on both sides, with the same bytes.
-  if (results.some(result => result.errors > 0 || !result.sameAnswer || !result.sameSql)) process.exitCode = 1
+  // Every response must have been the intended one, on every side, with the same bytes on the plugin's and the baselines'.
+  // A peer must have answered what was asked, or its rate compares nothing.
+  if (results.some(result => result.errors > 0 || !result.sameAnswer || !result.sameSql || (result.peer !== undefined && (!result.peer.expected || result.peer.errors > 0)))) process.exitCode = 1
 }
 
 await main()

@@ -14,6 +14,7 @@ import { buildRouteTable, createRouteIndex, registerRoute } from './routes/table
 import type { RouteContext } from './routes/context.js'
 import { assignStores } from './routes/stores.js'
 import { buildPipeline, installPipeline } from './pipeline.js'
+import { createStoreTiming } from './store-timing.js'
 import { registerProblemPages } from './problem-pages.js'
 import { registerPreflightRoute } from './security/cors.js'
 import { routeUnmetExpectations } from './security/limits.js'
@@ -25,11 +26,15 @@ import { createViews } from './rules/view.js'
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
   const models = buildRegistry(options.resources)
-  const storeOf = assignStores(options.resources, models)
+  const storeTiming = options.serverTiming ? createStoreTiming() : null
+  const assigned = assignStores(options.resources, models)
+  const storeOf = storeTiming === null ? assigned : storeTiming.timedStores(assigned)
   const rules = new Map(models.map((model, i) => [model, compileRules(model, options.resources[i])]))
   const rulesOf = (model: ResourceModel) => rules.get(model.base ?? model) ?? null
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
-  for (const store of new Set(models.map(storeOf))) await store.prepare?.(models.filter(model => storeOf(model) === store), { idempotencyKeys: options.idempotency !== null })
+  const stores = new Set(models.map(assigned))
+  for (const store of stores) await store.prepare?.(models.filter(model => assigned(model) === store), { idempotencyKeys: options.idempotency !== null })
+  if (options.metrics !== null) app.addHook('onClose', options.metrics.watch(stores))
   const prefix = routePrefix(app)
   if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
 
@@ -61,7 +66,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     typeBase: options.problemTypeBase ?? `${prefix}/problems/`,
     allowedMethods: path => routes.allowedAt(path)
   })
-  installPipeline(app, buildPipeline(app, options, models, context))
+  installPipeline(app, buildPipeline(app, options, models, context, storeTiming))
   routeUnmetExpectations(app.server, prefix)
   registerPreflightRoute(app)
   // Before the resource routes, or they go undocumented.
@@ -95,8 +100,10 @@ export type { MemoryStoreOptions } from './stores/memory.js'
 export { postgresStore, pgliteStore } from './stores/sql/index.js'
 export type { SqlStoreOptions, PostgresStoreOptions, PgliteStoreOptions, TableMapping, PostgresPool, PostgresClient, PgliteInstance, PgliteQueryable, PositionsRedis } from './stores/sql/index.js'
 export { VERSION_MISMATCH } from './stores/store.js'
-export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOptions, WriteOptions, Fields, KeptResponse, KeyClaim } from './stores/store.js'
+export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOptions, WriteOptions, Fields, KeptResponse, KeyClaim, PoolStats } from './stores/store.js'
 export type { IdempotencyOptions } from './idempotency.js'
+export { createMetrics } from './metrics.js'
+export type { Metrics, MetricsOptions, MetricsRegistry } from './metrics.js'
 export type {
   ApplicationRules, ResourceRules, RowRule, FieldRule, ServerValue, ServerValueContext, WriteHooks, WriteEvent, WriteOperation, Transaction
 } from './rules/types.js'

@@ -21,6 +21,8 @@ import { resolveIdempotency } from './idempotency.js'
 import type { IdempotencyOptions, ResolvedIdempotency } from './idempotency.js'
 import { resolveBatch } from './routes/batch.js'
 import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
+import { resolveMetrics } from './metrics.js'
+import type { Metrics, MetricsCollector } from './metrics.js'
 
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
@@ -76,6 +78,10 @@ export interface ApiConventionsOptions {
    * page. Default: the page when the package is installed.
    */
   readonly docsPage?: boolean | undefined
+  /** Prometheus metrics, from `createMetrics()` (needs prom-client); the host serves them, outside the API. Default: off. */
+  readonly metrics?: Metrics | false | undefined
+  /** `Server-Timing: store;dur=…` on every answer: the milliseconds it waited on its store. Default false. */
+  readonly serverTiming?: boolean | undefined
 }
 
 export interface ResolvedOptions {
@@ -107,6 +113,8 @@ export interface ResolvedOptions {
   readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined }
   /** Undefined: the page when its package is installed. */
   readonly docsPage: boolean | undefined
+  readonly metrics: MetricsCollector | null
+  readonly serverTiming: boolean
 }
 
 const optionKeys = knownKeys({
@@ -135,6 +143,8 @@ const optionKeys = knownKeys({
   batch: true,
   openapi: true,
   docsPage: true,
+  metrics: true,
+  serverTiming: true,
   // Fastify's own register options, which reach the plugin with its options.
   prefix: true,
   logLevel: true,
@@ -205,7 +215,9 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     idempotency: resolveIdempotency(options.idempotency),
     batch: resolveBatch(options.batch),
     openapi: resolveOpenApiInfo(options.openapi),
-    docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage')
+    docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage'),
+    metrics: resolveMetrics(options.metrics),
+    serverTiming: flag(options, 'serverTiming')
   })
 }
 

@@ -23,9 +23,10 @@ import {
   admission, auditLogOf, authenticatorFor, authorizationFor, checkRequestHeaders, rateLimiterFor,
   resourcePolicies, routeLimits
 } from './security/index.js'
-import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead } from './symbols.js'
+import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead, kStoreTime } from './symbols.js'
 import { callerBodyCheck } from './rules/write.js'
 import type { RouteContext } from './routes/context.js'
+import type { StoreTiming } from './store-timing.js'
 
 type BodyWrite = 'create' | 'replace' | 'modify'
 const bodyWrites = new Set<string>(['create', 'replace', 'modify'] satisfies BodyWrite[])
@@ -63,14 +64,14 @@ const bodiless = new Set(['GET', 'HEAD'])
 /** Whether requests to the route may carry a body (every method but GET and HEAD may). */
 const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method => bodiless.has(method))
 
-/** The plugin's pipeline for these options. */
-export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext): Pipeline {
+/** The plugin's pipeline for these options; `storeTiming` when Server-Timing is on (its stores are then in `context`). */
+export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext, storeTiming: StoreTiming | null = null): Pipeline {
   const headers = createHeaderHooks(options, options.deprecation)
   const formats = createResponseFormats(app, models)
   // Only for a store that asks: a scope around every request has a cost on each of its promises.
   const callerScoped = routesReadsByCaller(models.map(context.storeOf))
   return {
-    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null], [kCaller, null], [kKeyedTransaction, null]],
+    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null], [kCaller, null], [kKeyedTransaction, null], [kStoreTime, null]],
     parsers: [jsonParser(app), ...formatParsers],
     onRoute: [
       { name: 'routeLimits', run: routeLimits(options) },
@@ -96,19 +97,23 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
     // Reading the body leaves the scope (the stream's events run outside it): back in, before the handler.
     preValidation: callerScoped ? [{ name: 'callerScopeAfterBody', run: reenterCallerScope }] : [],
     onSend: [
-      { name: 'routeHeaders', run: headers.setRouteHeaders }
+      { name: 'routeHeaders', run: headers.setRouteHeaders },
+      ...(storeTiming === null ? [] : [{ name: 'serverTiming', run: storeTiming.setHeader }])
     ],
     routeSteps: [
       // First of the route's steps: a path with an empty id is not found, whatever its body.
       { name: 'emptyId', phase: 'onRequest', hookFor: (_route, spec) => namesRecord(spec) ? refuseEmptyId : undefined },
       { name: 'contentType', phase: 'onRequest', hookFor: (_route, spec) => spec === undefined || spec.bodyTypes.length === 0 ? undefined : requireBodyType(spec.bodyTypes) },
       { name: 'charset', phase: 'onRequest', hookFor: route => mayHaveBody(route) ? checkCharset : undefined },
+      // Before authorization, which may read the record: the store calls after it are the request's.
+      { name: 'storeClock', phase: 'onRequest', hookFor: () => storeTiming?.enter },
       // Before the body is read: a refused caller's body is never parsed.
       { name: 'authorization', phase: 'preParsing', hookFor: authorizationFor(options) },
       { name: 'storableText', phase: 'preValidation', hookFor: route => mayHaveBody(route) ? checkStorableText : undefined },
       // Before the route's validation: fields the caller may not read are unknown names to it.
       { name: 'callerBody', phase: 'preValidation', hookFor: (_route, spec) => spec?.resource == null || !bodyWrites.has(spec.operation) ? undefined : callerBodyCheck(spec.resource, spec.operation as BodyWrite, context) },
-      { name: 'auditLog', phase: 'onResponse', hookFor: auditLogOf }
+      { name: 'auditLog', phase: 'onResponse', hookFor: auditLogOf },
+      { name: 'metrics', phase: 'onResponse', hookFor: route => options.metrics?.observerFor(route) }
     ]
   }
 }

@@ -24,6 +24,8 @@
 //   GET carries the GET's config (routes/table.ts createRouteIndex, pipeline.ts route steps).
 // - Fastify's initialConfig.routerOptions holds its router settings in find-my-way's terms
 //   (routes/table.ts createRouteIndex).
+// - Fastify's body parser calls back in the async context the request's hooks ran in, also for a
+//   body that arrives later (store-timing.ts; pinned by test/server-timing.test.ts).
 
 /** The store read an item request shares between authorization and RETRIEVE (record-once.ts). */
 export const kRecordRead = Symbol('api-conventions.recordRead')
@@ -41,3 +43,7 @@ export const kPluginPrefixes = Symbol('prefixes of the plugin instances on this 
 export const kCaller = Symbol('api-conventions.caller')
 /** The store transaction a keyed write runs in (idempotency.ts); the write's own steps join it. */
 export const kKeyedTransaction = Symbol('api-conventions.keyedTransaction')
+/** The time a request has spent on its store so far, for Server-Timing (store-timing.ts). */
+export const kStoreTime = Symbol('api-conventions.storeTime')
+/** What the plugin reads of a createMetrics() result (metrics.ts): not part of its public shape. */
+export const kMetricsCollector = Symbol('api-conventions.metricsCollector')

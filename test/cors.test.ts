@@ -99,7 +99,7 @@ t.test('OPTIONS without Access-Control-Request-Method is QUERY CAPABILITIES, wit
   const app = await buildSecureApp(t, { cors })
   const plain = await app.inject({ method: 'OPTIONS', url: '/v1/books', headers: auth.read })
   t.equal(plain.statusCode, 200)
-  t.same(plain.json(), { data: { methods: ['GET', 'HEAD', 'POST', 'OPTIONS'] } })
+  t.same(plain.json().data.methods, ['GET', 'HEAD', 'POST', 'OPTIONS'])
   t.equal(plain.headers.allow, 'GET, HEAD, POST, OPTIONS')
   const crossOrigin = await app.inject({ method: 'OPTIONS', url: '/v1/books', headers: { ...auth.read, origin: allowed } })
   t.equal(crossOrigin.statusCode, 200)
@@ -107,6 +107,31 @@ t.test('OPTIONS without Access-Control-Request-Method is QUERY CAPABILITIES, wit
   t.same(crossOrigin.json(), plain.json())
   t.equal((await app.inject({ method: 'OPTIONS', url: '/v1/books', headers: { origin: allowed } })).statusCode, 401, 'capabilities need credentials')
   t.equal((await app.inject({ method: 'OPTIONS', url: '/v1/nothing', headers: auth.read })).statusCode, 404)
+})
+
+t.test('with ownOrigin, a request from the server\'s own origin passes without CORS headers, as the docs page\'s writes do', async t => {
+  const own = { host: 'api.example.com:8443', origin: 'http://api.example.com:8443' }
+  const strict = await buildSecureApp(t, { cors })
+  t.equal((await strict.inject({ url: '/v1/authors', headers: { ...auth.read, ...own } })).statusCode, 403, 'by default the own origin must be listed, as any other')
+  await t.rejects(buildSecureApp(t, { cors: { ...cors, ownOrigin: 'yes' as never } }), { message: /cors\.ownOrigin must be true or false/ })
+  const app = await buildSecureApp(t, { cors: { ...cors, ownOrigin: true } })
+  const created = await app.inject({ method: 'POST', url: '/v1/authors', headers: { ...auth.writeJson, ...own }, payload: { name: 'Ann' } })
+  t.equal(created.statusCode, 201)
+  t.notOk(created.headers['access-control-allow-origin'], 'same-origin: no CORS headers needed')
+  // Origins drop a scheme's default port; Host may carry it.
+  const defaultPort = await app.inject({ url: '/v1/authors', headers: { ...auth.read, host: 'api.example.com:80', origin: 'http://api.example.com' } })
+  t.equal(defaultPort.statusCode, 200)
+  for (const [host, origin] of [['api.example.com:8443', 'https://api.example.com:8443'], ['api.example.com:8443', 'http://api.example.com'], ['api.example.com', 'http://evil.example.com'], ['bad host', 'http://bad host']]) {
+    const res = await app.inject({ method: 'DELETE', url: '/v1/books/x', headers: { ...auth.write, host, origin } })
+    t.same({ status: res.statusCode, param: res.json().invalidParams?.[0]?.name }, { status: 403, param: 'Origin' }, `${origin} at ${host}: another scheme, port or host is another origin`)
+  }
+})
+
+t.test('behind a proxy trusted with X-Forwarded-Proto and -Host, its public origin is the own one', async t => {
+  const app = await buildSecureApp(t, { cors: { ...cors, ownOrigin: true }, server: { trustProxy: true } })
+  const headers = { ...auth.read, host: '10.0.0.5:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com' }
+  t.equal((await app.inject({ url: '/v1/authors', headers: { ...headers, origin: 'https://api.example.com' } })).statusCode, 200)
+  t.equal((await app.inject({ url: '/v1/authors', headers: { ...headers, origin: 'http://10.0.0.5:3000' } })).statusCode, 403)
 })
 
 t.test('without the cors option every request carrying Origin is refused; others pass', async t => {

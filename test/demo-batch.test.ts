@@ -7,83 +7,12 @@
 // shape, a `read` caller; and Idempotency-Key on a batch, replayed after a restart on the stores
 // that keep data.
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import pg from 'pg'
 import t from 'tap'
 import type { Test } from 'tap'
-import { buildDemoApp } from '../demo/app.js'
-import { loadConfig } from '../demo/config.js'
-
-const demoEnv = { RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'a-test-secret-of-enough-length' }
-const tokenOf: Record<string, string> = { dev: 'dev-token', reader: 'read-token', alice: 'alice-token', bob: 'bob-token', admin: 'admin-token' }
+import { open, places, unique } from './helpers/demo-http.js'
+import type { Answer, Api, Instance } from './helpers/demo-http.js'
 
 type Json = Record<string, any>
-interface Answer { readonly status: number, readonly headers: Headers, readonly text: string, readonly body: any }
-interface Call { readonly body?: unknown, readonly headers?: Record<string, string> }
-type Api = (caller: string, method: string, path: string, call?: Call) => Promise<Answer>
-
-function client (base: string): Api {
-  return async (caller, method, path, { body, headers = {} } = {}) => {
-    const type: Record<string, string> = body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }
-    const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${tokenOf[caller]}`, ...type, ...headers }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) })
-    const text = await res.text()
-    return { status: res.status, headers: res.headers, text, body: text === '' ? undefined : JSON.parse(text) }
-  }
-}
-
-/** Where the demo keeps its data: the environment that selects it, and what the test removes afterwards. */
-interface Place {
-  readonly env: Record<string, string>
-  /** Whether what it keeps outlives the app. */
-  readonly keeps: boolean
-  drop (): Promise<void>
-}
-
-const places: ReadonlyArray<{ name: string, skip: string | false, make: () => Promise<Place> }> = [
-  { name: 'memory', skip: false, make: async () => ({ env: { STORE: 'memory' }, keeps: false, drop: async () => {} }) },
-  {
-    name: 'PGlite',
-    skip: false,
-    make: async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'demo-batch-'))
-      return { env: { STORE: 'pglite', DATA_DIR: join(dir, 'data') }, keeps: true, drop: () => rm(dir, { recursive: true, force: true }) }
-    }
-  },
-  {
-    name: 'PostgreSQL',
-    skip: process.env.DATABASE_URL === undefined ? 'needs DATABASE_URL' : false,
-    make: async () => {
-      const url = new URL(process.env.DATABASE_URL as string)
-      const schema = `apic_test_demo_batch_${randomBytes(4).toString('hex')}`
-      const admin = new pg.Pool({ connectionString: url.href })
-      await admin.query(`CREATE SCHEMA "${schema}"`)
-      // The demo has no schema setting: the connection's search_path puts its tables in the test schema.
-      url.searchParams.set('options', `-c search_path=${schema}`)
-      return {
-        env: { DATABASE_URL: url.href },
-        keeps: true,
-        drop: async () => {
-          await admin.query(`DROP SCHEMA "${schema}" CASCADE`)
-          await admin.end()
-        }
-      }
-    }
-  }
-]
-
-/** A running demo app: its client, and closing it (once). */
-interface Instance { readonly api: Api, close (): Promise<void> }
-
-async function open (place: Place): Promise<Instance> {
-  const app = await buildDemoApp(loadConfig({ ...place.env, ...demoEnv }), { logger: false })
-  const api = client(await app.listen({ port: 0, host: '127.0.0.1' }))
-  let closed: Promise<void> | undefined
-  return { api, close: () => (closed ??= app.close()) }
-}
-
-const unique = (label: string) => `${label} ${randomBytes(6).toString('hex')}`
 
 /** Every record of the three collections, every row and field, as the admin reads them page by page. */
 async function everything (api: Api): Promise<Json> {
@@ -118,7 +47,7 @@ function isProblem (t: Test, res: Answer, status: number, what = `${status}`) {
 /** A keyed batch the suite sent, with its first answer: sent again after a restart. */
 interface Sent { readonly caller: string, readonly body: unknown, readonly key: string, readonly first: Answer }
 
-for (const where of places) {
+for (const where of places('demo-batch')) {
   t.test(`Batch on the demo, ${where.name} store`, { skip: where.skip }, async t => {
     const place = await where.make()
     const instances: Instance[] = []

@@ -10,88 +10,14 @@
 // cannot be caused from outside the demo). Idempotency-Key on the batch endpoint the paragraph
 // names, and its replay after a restart, are in test/demo-batch.test.ts.
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t from 'tap'
 import type { Test } from 'tap'
-import { buildDemoApp } from '../demo/app.js'
-import { loadConfig } from '../demo/config.js'
-
-const demoEnv = { RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'a-test-secret-of-enough-length' }
-const tokenOf: Record<string, string> = { dev: 'dev-token', alice: 'alice-token', bob: 'bob-token', admin: 'admin-token' }
-
-interface Answer { readonly status: number, readonly headers: Headers, readonly text: string, readonly body: any }
-interface Call { readonly body?: unknown, readonly key?: string, readonly headers?: Record<string, string> }
-type Api = (caller: string, method: string, path: string, call?: Call) => Promise<Answer>
-
-function client (base: string): Api {
-  return async (caller, method, path, { body, key, headers = {} } = {}) => {
-    const type: Record<string, string> = body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }
-    const keyed: Record<string, string> = key === undefined ? {} : { 'idempotency-key': key }
-    const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${tokenOf[caller]}`, ...type, ...keyed, ...headers }, body: body === undefined ? undefined : JSON.stringify(body) })
-    const text = await res.text()
-    return { status: res.status, headers: res.headers, text, body: text === '' ? undefined : JSON.parse(text) }
-  }
-}
-
-/** Where the demo keeps its data: the environment that selects it, and what the test removes afterwards. */
-interface Place {
-  readonly env: Record<string, string>
-  /** Whether what it keeps outlives the app. */
-  readonly keeps: boolean
-  /** A PostgreSQL database other instances (and the test) can open too. */
-  readonly databaseUrl?: string
-  drop (): Promise<void>
-}
-
-const places: ReadonlyArray<{ name: string, skip: string | false, make: () => Promise<Place> }> = [
-  { name: 'memory', skip: false, make: async () => ({ env: { STORE: 'memory' }, keeps: false, drop: async () => {} }) },
-  {
-    name: 'PGlite',
-    skip: false,
-    make: async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'demo-idempotency-'))
-      return { env: { STORE: 'pglite', DATA_DIR: join(dir, 'data') }, keeps: true, drop: () => rm(dir, { recursive: true, force: true }) }
-    }
-  },
-  {
-    name: 'PostgreSQL',
-    skip: process.env.DATABASE_URL === undefined ? 'needs DATABASE_URL' : false,
-    make: async () => {
-      const url = new URL(process.env.DATABASE_URL as string)
-      const schema = `apic_test_demo_idem_${randomBytes(4).toString('hex')}`
-      const admin = new pg.Pool({ connectionString: url.href })
-      await admin.query(`CREATE SCHEMA "${schema}"`)
-      // The demo has no schema setting: the connection's search_path puts its tables in the test schema.
-      url.searchParams.set('options', `-c search_path=${schema}`)
-      return {
-        env: { DATABASE_URL: url.href },
-        keeps: true,
-        databaseUrl: url.href,
-        drop: async () => {
-          await admin.query(`DROP SCHEMA "${schema}" CASCADE`)
-          await admin.end()
-        }
-      }
-    }
-  }
-]
-
-/** A running demo app: its client, and closing it (once). */
-interface Instance { readonly api: Api, close (): Promise<void> }
-
-async function open (place: Place): Promise<Instance> {
-  const app = await buildDemoApp(loadConfig({ ...place.env, ...demoEnv }), { logger: false })
-  const api = client(await app.listen({ port: 0, host: '127.0.0.1' }))
-  let closed: Promise<void> | undefined
-  return { api, close: () => (closed ??= app.close()) }
-}
+import { open, places, unique } from './helpers/demo-http.js'
+import type { Answer, Api, Call, Instance } from './helpers/demo-http.js'
 
 const q = encodeURIComponent
-const unique = (label: string) => `${label} ${randomBytes(6).toString('hex')}`
 
 /** How many records of the collection match the filter, as the admin (who sees every row) counts them. */
 async function count (api: Api, resource: string, filter: string): Promise<number> {
@@ -128,7 +54,7 @@ async function bookState (api: Api, id: string) {
 /** Keyed requests made by the suite, each with its first answer: sent again after a restart. */
 interface Sent { readonly caller: string, readonly method: string, readonly path: string, readonly call: Call, readonly first: Answer }
 
-for (const where of places) {
+for (const where of places('demo-idem')) {
   t.test(`Idempotency-Key on the demo, ${where.name} store`, { skip: where.skip }, async t => {
     const place = await where.make()
     const instances: Instance[] = []

@@ -29,3 +29,14 @@ t.test('docsPage: false serves no docs page', async t => {
 t.test('a docsPage that is not a boolean stops registration naming it', async t => {
   await t.rejects(docsStatus(t, 'yes'), { code: 'API_ERR_OPTIONS_INVALID', message: /docsPage must be a boolean, received "yes"/ })
 })
+
+t.test('the docs page answers 200 at {prefix}/docs also when the host ignores trailing slashes', async t => {
+  const app = Fastify({ routerOptions: { ignoreTrailingSlash: true } })
+  t.teardown(() => app.close())
+  const resources = [defineResource({ name: 'books', singular: 'book', schema: Book, store: memoryStore() })]
+  await app.register(apiConventions, { prefix: '/api', resources, cursorSecret: 'a-secret-of-16-chars' })
+  const [bare, slashed] = await Promise.all([app.inject({ url: '/api/docs' }), app.inject({ url: '/api/docs/' })])
+  t.same([bare.statusCode, slashed.statusCode], [200, 200])
+  t.match(bare.body, /<script src="\/api\/docs\/js\/scalar.js">/)
+  t.equal((await app.inject({ url: '/api/docs/js/scalar.js' })).statusCode, 200)
+})

@@ -96,7 +96,7 @@ t.test('a read-only resource still answers LIST, RETRIEVE and OPTIONS', async t 
   const options = await app.inject({ method: 'OPTIONS', url: '/v1/books' })
   const itemOptions = await app.inject({ method: 'OPTIONS', url: '/v1/books/missing' })
   t.same([list.statusCode, item.statusCode, options.statusCode, itemOptions.statusCode], [200, 404, 200, 404])
-  t.same(options.json(), { data: { methods: ['GET', 'HEAD', 'OPTIONS'] } })
+  t.same(options.json().data.methods, ['GET', 'HEAD', 'OPTIONS'])
 })
 
 t.test('a write-only collection answers 405 to GET with Allow: POST, OPTIONS', async t => {

@@ -413,18 +413,35 @@ t.test('openapi.json answers JSON only: another Accept is a 406 problem', async 
   t.match(res.json(), { status: 406, detail: /available: application\/json\.$/ })
 })
 
+t.test('no request header or parameter carries an example a console would send as a prefilled value', async t => {
+  const app = await demoApp(t)
+  const document = (await app.inject({ url: '/v1/openapi.json' })).json()
+  const prefilled: string[] = []
+  for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, { parameters?: Array<{ name: string, in: string, example?: unknown, examples?: unknown, schema?: { examples?: unknown, example?: unknown } }> }>>)) {
+    for (const [method, operation] of Object.entries(item)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.example !== undefined || parameter.examples !== undefined || parameter.schema?.examples !== undefined || parameter.schema?.example !== undefined) prefilled.push(`${method} ${path} ${parameter.in} ${parameter.name}`)
+      }
+    }
+  }
+  t.same(prefilled, [])
+  t.match(document.paths['/books'].post.parameters.find((parameter: { name: string }) => parameter.name === 'Date').description, /Sun, 06 Nov 1994 08:49:37 GMT/, 'the form is told in prose')
+})
+
 t.test('the reference page is served without credentials, with its own CSP', async t => {
   const app = await demoApp(t)
-  const redirect = await app.inject({ url: '/v1/docs' })
-  t.equal(redirect.statusCode, 301)
-  t.equal(redirect.headers.location, '/v1/docs/')
-  const page = await app.inject({ url: '/v1/docs/', headers: { accept: 'text/html' } })
+  const page = await app.inject({ url: '/v1/docs', headers: { accept: 'text/html' } })
   t.equal(page.statusCode, 200)
   t.match(page.headers['content-type'], /^text\/html/)
   t.match(page.headers['content-security-policy'], /script-src 'self' 'unsafe-inline'/)
   t.match(page.headers['content-security-policy'], /frame-ancestors 'none'/)
   t.match(page.body, /"url": "\/v1\/openapi.json"/, 'it loads the served document')
   t.notMatch(page.body, /cdn\.jsdelivr/, 'and the bundled script, not a CDN')
+  t.match(page.body, /<script src="\/v1\/docs\/js\/scalar.js"><\/script>/, 'by an absolute URL, which resolves from /v1/docs and /v1/docs/ alike')
+  for (const url of ['/v1/docs/', '/v1/docs?theme=none', '/v1/docs/?theme=none']) {
+    const same = await app.inject({ url, headers: { accept: 'text/html' } })
+    t.same({ status: same.statusCode, body: same.body }, { status: 200, body: page.body }, `${url} is the same page, not a redirect`)
+  }
   const script = await app.inject({ url: '/v1/docs/js/scalar.js' })
   t.equal(script.statusCode, 200)
   t.match(script.headers['content-type'], /^application\/javascript/)

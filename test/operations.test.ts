@@ -121,12 +121,23 @@ t.test('HEAD on a collection answers the headers of GET and no body', async t =>
   t.equal(head.body, '')
 })
 
-t.test('QUERY CAPABILITIES on a collection lists its methods in Allow and in the body', async t => {
+// What the books' query parameters accept (query/capabilities.ts; capabilities.test.ts covers the rest).
+const bookFields = ['id', 'title', 'authorId', 'year', 'rating', 'available', 'reviewCount', 'averageRating']
+const bookQuery = {
+  filterable: bookFields,
+  sortable: bookFields,
+  fields: bookFields,
+  expandable: ['author', 'reviews'],
+  includable: ['author', 'reviews'],
+  pageSize: { default: 20, max: 100 }
+}
+
+t.test('QUERY CAPABILITIES on a collection lists its methods in Allow and in the body, and what its query parameters accept', async t => {
   const app = await buildApp(t)
   const res = await app.inject({ method: 'OPTIONS', url: '/v1/books' })
   t.equal(res.statusCode, 200)
   t.same(pick(res.headers, 'allow', 'content-type'), { allow: 'GET, HEAD, POST, OPTIONS', 'content-type': JSON_TYPE })
-  t.same(res.json(), { data: { methods: ['GET', 'HEAD', 'POST', 'OPTIONS'] } })
+  t.same(res.json(), { data: { methods: ['GET', 'HEAD', 'POST', 'OPTIONS'], ...bookQuery } })
 })
 
 t.test('QUERY CAPABILITIES on a resource lists its methods in Allow and in the body; an unknown id is 404', async t => {
@@ -140,11 +151,11 @@ t.test('QUERY CAPABILITIES on a resource lists its methods in Allow and in the b
   t.same({ status: missing.statusCode, detail: missing.json().detail }, { status: 404, detail: 'book any-id was not found.' })
 })
 
-t.test('QUERY CAPABILITIES on a nested collection lists its read-only methods; an unknown parent is 404', async t => {
+t.test('QUERY CAPABILITIES on a nested collection lists its read-only methods and what its query parameters accept; an unknown parent is 404', async t => {
   const app = await buildApp(t)
   const { authors } = await seed(app)
   const res = await app.inject({ method: 'OPTIONS', url: `/v1/authors/${authors[0].id}/books` })
-  t.same({ status: res.statusCode, allow: res.headers.allow, body: res.json() }, { status: 200, allow: 'GET, HEAD, OPTIONS', body: { data: { methods: ['GET', 'HEAD', 'OPTIONS'] } } })
+  t.same({ status: res.statusCode, allow: res.headers.allow, body: res.json() }, { status: 200, allow: 'GET, HEAD, OPTIONS', body: { data: { methods: ['GET', 'HEAD', 'OPTIONS'], ...bookQuery } } })
   t.equal((await app.inject({ method: 'OPTIONS', url: '/v1/authors/any-id/books' })).statusCode, 404)
 })
 

@@ -8,11 +8,11 @@ import { register } from 'node:module'
 import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import { Type } from '@sinclair/typebox'
-import apiConventions, { defineResource, memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
+import apiConventions, { createMetrics, defineResource, memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
 import { findOptional } from '../lib/optional.js'
 
 register('./helpers/missing-packages.mjs', import.meta.url, {
-  data: { missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference'], broken: ['api-conventions-broken'] }
+  data: { missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client'], broken: ['api-conventions-broken'] }
 })
 
 const Book = Type.Object({ id: Type.Readonly(Type.String()), title: Type.String() }, { additionalProperties: false })
@@ -28,6 +28,10 @@ t.test('postgresStore without pg installed rejects naming pg', async t => {
 
 t.test('pgliteStore without PGlite installed rejects naming @electric-sql/pglite', async t => {
   await t.rejects(pgliteStore({ dataDir: t.testdir() }), missing('@electric-sql/pglite', 'pgliteStore'))
+})
+
+t.test('createMetrics without prom-client installed rejects naming prom-client', async t => {
+  await t.rejects(createMetrics(), missing('prom-client', 'createMetrics'))
 })
 
 t.test('docsPage: true without Scalar installed stops registration naming @scalar/fastify-api-reference', async t => {

@@ -3,7 +3,8 @@
 // logs when the host passes genReqId.
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { genReqId } from '../lib/index.js'
+import { genReqId, memoryStore } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
 import { buildApp } from './helpers/app.js'
 import { buildSecureApp } from './helpers/secure-app.js'
 
@@ -62,4 +63,17 @@ t.test('with genReqId, the logs carry the same id as Request-Id', async t => {
   t.same(loggedIds, ['client-id-42', generated.headers['request-id'], unsafe.headers['request-id']])
   t.match(generated.headers['request-id'], uuid)
   t.match(unsafe.headers['request-id'], uuid)
+})
+
+t.test('with genReqId, every log line of a request carries its Request-Id, the plugin\'s own included', async t => {
+  const { lines, stream } = capture()
+  const store = memoryStore()
+  const failing: Store = { ...store, list: async () => { throw new Error('the disk is on fire') } }
+  const app = await buildApp(t, { store: failing, server: { genReqId, logger: { stream, level: 'info' } } })
+  const before = lines.length
+  const res = await app.inject({ url: '/v1/books', headers: { 'x-request-id': 'trace-500' } })
+  t.equal(res.statusCode, 500)
+  const logged = lines.slice(before)
+  t.same(logged.map(line => line.msg), ['incoming request', 'request failed', 'request completed'])
+  t.same(logged.map(line => line.reqId), ['trace-500', 'trace-500', 'trace-500'])
 })

@@ -152,7 +152,7 @@ function tokenLinks (context: EnvelopeContext, request: ListRequest, page: Page,
   if (moreBefore) links.push({ rel: 'prev', href: seal('before', items[0]) })
   if (moreAfter) {
     links.push({ rel: 'next', href: seal('after', items[items.length - 1]) })
-    links.push({ rel: 'last', href: href(`&token=${context.cursor.seal({ window: 'before', values: [] }, request.binding)}`) })
+    links.push({ rel: 'last', href: href(`&token=${context.cursor.sealEnd(request.binding)}`) })
   } else {
     links.push({ rel: 'last', href: self })
   }

@@ -6,7 +6,7 @@
 import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
 import { findOptional, importOptional } from '../optional.js'
 import { pageSpec, registerRoute } from '../routes/table.js'
 import { routePrefix } from '../options.js'
@@ -95,13 +95,32 @@ async function docsRenderer (docsPage: boolean | undefined): Promise<ScalarPlugi
   return module?.default ?? null
 }
 
-/** Scalar's routes (`/docs`, its redirect and its script), public and with the CSP the page needs, each given a route spec as Scalar adds it. */
+/** A request as seen at its path with a trailing slash (`/docs?x` → `/docs/?x`), the rest unchanged. */
+function slashed (request: FastifyRequest): FastifyRequest {
+  const [path, query] = request.url.split(/(?=\?)/)
+  return path.endsWith('/') ? request : Object.create(request, { url: { value: `${path}/${query ?? ''}` } }) as FastifyRequest
+}
+
+/**
+ * Scalar's routes (`/docs`, `/docs/` and its script), public and with the CSP the page needs, each
+ * given a route spec as Scalar adds it. Scalar answers `/docs` with a 301 to `/docs/`, where its
+ * page's relative URLs (script, document) resolve; here they are absolute, so the page is served
+ * at both, by its own handler shown the slashed path.
+ */
 async function docsPage (app: FastifyInstance, { scalar, url, title }: { scalar: ScalarPlugin, url: string, title: string }) {
   const produces = ['text/html', 'application/javascript']
+  const prefix = routePrefix(app)
   // The methods of each path, filled as Scalar adds its routes (GET, then Fastify's HEAD).
   const allowAt = new Map<string, string[]>()
+  // Scalar adds the redirect before the page: the page's handler is looked up when asked.
+  let renderPage: RouteHandlerMethod | undefined
+  function serveDocsPage (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+    return (renderPage as RouteHandlerMethod).call(this, slashed(request), reply)
+  }
   app.addHook('onRoute', function configureDocsRoute (route: RouteOptions) {
-    const path = route.url.slice(routePrefix(app).length)
+    const path = route.url.slice(prefix.length)
+    if (path === '/docs/') renderPage ??= route.handler
+    if (path === '/docs' || path === '/docs/') route.handler = serveDocsPage
     let allow = allowAt.get(path)
     if (allow === undefined) allowAt.set(path, allow = [])
     for (const method of [route.method].flat()) if (!allow.includes(method)) allow.push(method)
@@ -122,6 +141,8 @@ async function docsPage (app: FastifyInstance, { scalar, url, title }: { scalar:
     // telemetry, none of the hosted services (AI agent, MCP, developer tools), no favicon request.
     configuration: {
       url,
+      // Absolute, so the page works at `/docs` as at `/docs/` (Scalar's default is relative).
+      cdn: `${prefix}/docs/js/scalar.js`,
       pageTitle: title,
       withDefaultFonts: false,
       telemetry: false,

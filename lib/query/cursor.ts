@@ -43,6 +43,8 @@ export interface CursorCodec {
   seal (position: CursorPosition, binding: string): string
   /** Throws CursorError. */
   open (token: string, binding: string): CursorPosition
+  /** The token of the page that precedes the end (a `before` window with no values), for `binding`. */
+  sealEnd (binding: string): string
 }
 
 // Token = base64url(version | key id | binding tag | IV | ciphertext | GCM tag).
@@ -127,14 +129,14 @@ export function createCursorCodec (options: CursorCodecOptions): CursorCodec {
     if (!byId.has(key.id)) byId.set(key.id, key)
   }
 
-  function seal (position: CursorPosition, binding: string): string {
+  function seal (position: CursorPosition, binding: string, extraSeconds = 0): string {
     // Checked here because JSON would silently turn NaN into null or a Date into a string, so the
     // position read back would differ from the one sealed.
     if (!position.values.every(isScalar)) {
       throw new TypeError('cursor values must be strings, finite numbers, booleans or null')
     }
     // Rounded up so a token lives at least ttlSeconds.
-    const e = Math.ceil(now() / 1000 + ttlSeconds)
+    const e = Math.ceil(now() / 1000 + ttlSeconds + extraSeconds)
     const plaintext: Plaintext = { w: position.window === 'after' ? 'a' : 'b', v: position.values as Plaintext['v'], e }
     const header = Buffer.alloc(HEADER_LENGTH)
     header.writeUInt8(VERSION, 0)
@@ -186,5 +188,22 @@ export function createCursorCodec (options: CursorCodecOptions): CursorCodec {
     return { window: plaintext.w === 'a' ? 'after' : 'before', values: plaintext.v }
   }
 
-  return { seal, open }
+  // The end token is the same for every page of a query: one seal per binding and second serves
+  // them all (a seal is a sizeable share of a page's CPU). Sealed to live a second longer, so that
+  // a token handed out during its second still lives at least ttlSeconds.
+  const ends = new Map<string, { readonly token: string, readonly until: number }>()
+  function sealEnd (binding: string): string {
+    const at = now()
+    const kept = ends.get(binding)
+    if (kept !== undefined && at < kept.until) return kept.token
+    const token = seal({ window: 'before', values: [] }, binding, 1)
+    if (kept === undefined && ends.size >= END_TOKENS_KEPT) ends.delete(ends.keys().next().value as string)
+    ends.set(binding, { token, until: at + 1000 })
+    return token
+  }
+
+  return { seal: (position, binding) => seal(position, binding), open, sealEnd }
 }
+
+/** Queries whose end token is kept, at most (the oldest is dropped first). */
+const END_TOKENS_KEPT = 1000

@@ -121,7 +121,8 @@ const relations = (description: (model: ResourceModel) => string): Entry<Relatio
   }
 })
 
-const sortableFields = (model: ResourceModel) => [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
+/** Every field but objects and arrays, which have no order. */
+export const sortableFields = (model: ResourceModel) => [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
 
 /** The keys as sent, without the tie-breaker list-query.ts adds (Paging stability 1). */
 const sort: Entry<SortKey[]> = name => ({

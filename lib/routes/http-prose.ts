@@ -11,21 +11,22 @@ import type { SchemaOptions } from './route-schema.js'
 /** Shared component names (`$id`s) beside the per-resource ones of registry/derive.ts. */
 export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope' } as const
 
-// Request headers of the spec that every operation accepts.
+// Request headers of the spec that every operation accepts. Request headers carry no `examples`:
+// a console (the docs page) would send them as prefilled values, a stale Date or a reused key.
 const base64Pattern = '^[A-Za-z0-9+/]*={0,2}$'
 const auditHeader = (what: string): JsonSchema => ({
   type: 'string', maxLength: maxAuditHeaderLength, pattern: base64Pattern, description: `${what}, base64-encoded, at most 8 KB; otherwise 400 naming the header.`
 })
 const commonRequestHeaders: Record<string, JsonSchema> = {
   'X-Request-Id': { type: 'string', description: 'Request identifier, echoed as Request-Id; when absent, unsafe or too long, the server generates one.' },
-  Date: { type: 'string', description: 'When the request was sent, as an RFC 5322 / IMF-fixdate date; a malformed value is 400.', examples: ['Sun, 06 Nov 1994 08:49:37 GMT'] },
+  Date: { type: 'string', description: 'When the request was sent, as an RFC 5322 / IMF-fixdate date (Sun, 06 Nov 1994 08:49:37 GMT); a malformed value is 400.' },
   'X-Audit-Consent': auditHeader('A JSON-encoded FHIR Consent resource (an object with resourceType "Consent")'),
   'X-Audit-Device': auditHeader('A FHIR identifier of the client device'),
   'X-Audit-Organisation': auditHeader('A FHIR identifier of the client organisation'),
   'X-Audit-User': auditHeader('A FHIR identifier of the authenticated user'),
   // Free text, unlike the X-Audit-* headers: the spec asks base64 of those only.
   'X-Authenticated_User': {
-    type: 'string', maxLength: maxAuditHeaderLength, pattern: '^[\\x20-\\x7e]+$', description: 'The client system, for auditing, as plain text (visible ASCII and spaces), at most 8 KB; otherwise 400 naming the header.', examples: ['billing-service']
+    type: 'string', maxLength: maxAuditHeaderLength, pattern: '^[\\x20-\\x7e]+$', description: 'The client system, for auditing, as plain text (visible ASCII and spaces) such as billing-service, at most 8 KB; otherwise 400 naming the header.'
   }
 }
 const etagList = 'A list of entity tags, or *.'
@@ -50,15 +51,14 @@ export function writeHeaders (options: SchemaOptions, extra: Record<string, Json
 
 /** Prefer on the writes that answer with the resource (RFC 7240; http/prefer.ts). */
 export const preferHeader: Record<string, JsonSchema> = {
-  Prefer: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. Other preferences are ignored.', examples: ['return=minimal'] }
+  Prefer: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. Other preferences are ignored.' }
 }
 /** Idempotency-Key on POST and PATCH (idempotency.ts). */
 export const idempotencyKeyHeader: Record<string, JsonSchema> = {
   'Idempotency-Key': {
     type: 'string',
     maxLength: 257,
-    description: 'A key of your choosing, unique per request you mean (a structured-field string, "…", or bare), at most 255 characters: the answer is kept, and a retry with the same key and body gets it again with Idempotent-Replayed: true, nothing written twice. The same key with another body is 422; while the first request still runs, 409. Keys are per caller, method and path.',
-    examples: ['"4f6b0d2e-5a1c-4e8b-9f3a-2c7d1e0b6a95"']
+    description: 'A key of your choosing, unique per request you mean (a structured-field string such as "4f6b0d2e-5a1c-4e8b-9f3a-2c7d1e0b6a95", or bare), at most 255 characters: the answer is kept, and a retry with the same key and body gets it again with Idempotent-Replayed: true, nothing written twice. The same key with another body is 422; while the first request still runs, 409. Keys are per caller, method and path.'
   }
 }
 export const idempotentReplayed = { 'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Sent with an answer kept for an earlier request with this Idempotency-Key.' } }

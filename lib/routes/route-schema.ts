@@ -10,6 +10,7 @@ import type { ResolvedOptions } from '../options.js'
 import type { ResolvedRateLimit } from '../security/rate-limit.js'
 import { produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
+import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
 import type { RouteContext } from './context.js'
 import { idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
@@ -330,23 +331,26 @@ const preflight = {
   }
 }
 
-/** QUERY CAPABILITIES of one path; `subject` names it in the operationId: ['book'] → `bookCapabilities`. */
-export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly string[], methods: readonly string[], options: SchemaOptions) {
+/**
+ * QUERY CAPABILITIES of one path; `subject` names it in the operationId: ['book'] → `bookCapabilities`;
+ * on a collection's path, `collection` is its resource, whose query capabilities the body adds.
+ */
+export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly string[], methods: readonly string[], options: SchemaOptions, collection?: ResourceModel) {
   const which = pascal(subject.join('-'))
   // An item's path, or a nested collection's, names a record of `model`, which must exist.
   const namesRecord = subject.length === 2 || subject[0] === model.singular
   const what = subject.length === 2 ? `${a(subject[0])}'s ${subject[1]}` : namesRecord ? a(model.singular) : model.name
   return {
     ...tagged(model, options, `${which.charAt(0).toLowerCase()}${which.slice(1)}Capabilities`, `Query capabilities of ${what}`,
-      'QUERY CAPABILITIES: the methods this path allows, in Allow and in the body. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.'),
+      `QUERY CAPABILITIES: the methods this path allows, in Allow and in the body${collection === undefined ? '' : ', and what the collection\'s query parameters accept (fields to filter, sort and select, relations to expand and include, page sizes), leaving out what the caller may not read'}. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.`),
     headers: requestHeaders(),
     produces: successTypes,
     documentedResponses: {
       200: {
         type: 'object',
-        properties: { data: { type: 'object', properties: { methods: { type: 'array', items: { type: 'string', enum: [...methods] } } }, required: ['methods'] } },
+        properties: { data: capabilitiesData(methods, collection) },
         required: ['data'],
-        description: 'The allowed methods.',
+        description: collection === undefined ? 'The allowed methods.' : 'The allowed methods and the query capabilities.',
         headers: { Allow: { type: 'string', description: `The allowed methods: ${methods.join(', ')}.` }, ...requestId }
       },
       ...(options.corsPreflight ? { 204: preflight } : {}),
@@ -354,6 +358,13 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
       ...(namesRecord ? problems(options, [400, 404, 413, 415], { 404: `no ${model.singular} with this ${model.idField}.` }) : problems(options, [400, 413, 415]))
     }
   }
+}
+
+function capabilitiesData (methods: readonly string[], collection: ResourceModel | undefined): JsonSchema {
+  const methodList = { type: 'array', items: { type: 'string', enum: [...methods] }, description: 'The methods this path allows, as Allow lists them.' }
+  if (collection === undefined) return { type: 'object', properties: { methods: methodList }, required: ['methods'] }
+  const query = queryCapabilitiesSchema(collection)
+  return { type: 'object', properties: { methods: methodList, ...query.properties }, required: ['methods', ...query.required] }
 }
 
 const localId: JsonSchema = {

@@ -6,6 +6,7 @@ import { NotFoundError } from '../errors.js'
 import { formatHttpDate } from '../http/dates.js'
 import { returnPreference } from '../http/prefer.js'
 import type { Views } from '../rules/view.js'
+import { queryCapabilities } from '../query/capabilities.js'
 
 /** Optional nullable fields left out are stored as null, so every store returns the same shape. */
 export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
@@ -33,20 +34,40 @@ export function wantsMinimal (reply: FastifyReply): boolean {
   return preferred === 'minimal'
 }
 
-/** QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a path naming a record of `owner`, 404 when there is none. */
-export function capabilitiesHandler (methods: readonly string[], owner?: { readonly model: ResourceModel, readonly store: Store, readonly views: Views }) {
+interface CapabilitiesOf {
+  readonly views: Views
+  /** On a collection's path (nested or not): its resource, whose query capabilities the body adds. */
+  readonly collection?: ResourceModel
+  /** On a path naming a record (an item's, a nested collection's): the record's resource and store. */
+  readonly owner?: { readonly model: ResourceModel, readonly store: Store }
+}
+
+/**
+ * QUERY CAPABILITIES: the allowed methods, in `Allow` and in the body; on a collection, beside them
+ * what its query parameters accept as the caller sees the resource (query/capabilities.ts); on a
+ * path naming a record, 404 when there is none.
+ */
+export function capabilitiesHandler (methods: readonly string[], { views, collection, owner }: CapabilitiesOf) {
   const allow = methods.join(', ')
-  const body = { data: { methods } }
-  function queryCapabilities (_request: FastifyRequest, reply: FastifyReply) {
-    reply.header('allow', allow)
-    return reply.send(body)
+  // One body per view: callers the rules treat alike share one (rules/view.ts keeps views).
+  const bodies = new WeakMap<ResourceModel, { data: Record<string, unknown> }>()
+  function bodyFor (request: FastifyRequest) {
+    if (collection === undefined) return { data: { methods } }
+    const model = views.forCaller(request.principal)(collection)
+    let body = bodies.get(model)
+    if (body === undefined) bodies.set(model, body = { data: { methods, ...queryCapabilities(model) } })
+    return body
   }
-  if (owner === undefined) return queryCapabilities
+  function queryCapabilitiesOf (request: FastifyRequest, reply: FastifyReply) {
+    reply.header('allow', allow)
+    return reply.send(bodyFor(request))
+  }
+  if (owner === undefined) return queryCapabilitiesOf
   // On an item's path (or a nested collection's), the record it names must exist, as for GET.
   return async function queryRecordCapabilities (request: FastifyRequest, reply: FastifyReply) {
     const { id } = request.params as { id: string }
     // As the caller sees it: a record hidden from it is not there (rules/view.ts).
-    if (await owner.store.get(owner.views.forCaller(request.principal)(owner.model), id) === null) throw new NotFoundError(`${owner.model.singular} ${id}`)
-    return queryCapabilities(request, reply)
+    if (await owner.store.get(views.forCaller(request.principal)(owner.model), id) === null) throw new NotFoundError(`${owner.model.singular} ${id}`)
+    return queryCapabilitiesOf(request, reply)
   }
 }

@@ -192,7 +192,10 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     const relation = at.relation as RelationModel
     return row.operation === 'list'
       ? { schema: nestedListRouteSchema(parent, relation, options), handler: nestedListHandler(parent, relation, context) }
-      : { schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options), handler: capabilitiesHandler(allow, { model: parent, store: context.storeOf(parent), views: context.views }) }
+      : {
+          schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options, relation.target),
+          handler: capabilitiesHandler(allow, { views: context.views, collection: relation.target, owner: { model: parent, store: context.storeOf(parent) } })
+        }
   }
   switch (row.operation) {
     case 'list': return { schema: listRouteSchema(model, options), handler: handlers.list }
@@ -202,8 +205,8 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     case 'modify': return { schema: modifyRouteSchema(model, options), handler: handlers.modify }
     case 'delete': return { schema: deleteRouteSchema(model, options), handler: handlers.delete }
     case 'capabilities': return at.place === 'collection'
-      ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options), handler: capabilitiesHandler(allow) }
-      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { model, store: context.storeOf(model), views: context.views }) }
+      ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options, model), handler: capabilitiesHandler(allow, { views: context.views, collection: model }) }
+      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { views: context.views, owner: { model, store: context.storeOf(model) } }) }
   }
 }
 

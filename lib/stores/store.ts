@@ -106,5 +106,16 @@ export interface Store {
    * store reads with `currentCaller()` (stores/caller.ts).
    */
   readonly routesReadsByCaller?: boolean
+  /** Optional: the use of the store's connection pools by name (`primary`, …), read when metrics are scraped. */
+  poolStats? (): Readonly<Record<string, PoolStats>>
   close (): Promise<void>
+}
+
+/** The state of one connection pool at the moment it is read. */
+export interface PoolStats {
+  /** Connections open, busy or idle. */
+  readonly total: number
+  readonly idle: number
+  /** Requests waiting for a connection: the pool is exhausted while this is above 0. */
+  readonly waiting: number
 }

@@ -22,6 +22,10 @@ export interface PostgresPool {
   connect (callback: (error: Error | undefined, client: PostgresClient | undefined, release: (error?: Error | boolean) => void) => void): void
   on (event: 'error', listener: (error: Error) => void): unknown
   end (): Promise<void>
+  /** Connections open, idle, and requests waiting for one (read for metrics). */
+  readonly totalCount: number
+  readonly idleCount: number
+  readonly waitingCount: number
 }
 
 function ignore () {}
@@ -73,6 +77,7 @@ export function poolDatabase (pool: PostgresPool, owned: boolean, queryTimeoutMi
   })
   return {
     query,
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async transaction (work) {
       const client = await pool.connect()
       try {

@@ -8,7 +8,7 @@ import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
-import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
 import { compileFilter, compileList } from './compile.js'
 import type { CompileContext } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
@@ -29,6 +29,8 @@ export interface SqlDatabase {
   readonly dropsLeadingBom?: boolean
   /** Runs `work` on one connection between BEGIN and COMMIT (ROLLBACK when it throws). */
   transaction<T> (work: (query: QueryFunction) => Promise<T>): Promise<T>
+  /** The pool's use, when the driver has a pool (node-postgres; PGlite is one connection). */
+  readonly poolStats?: () => PoolStats
   /** Closes the pool or PGlite instance when the store created it, not when it was given one. */
   close (): Promise<void>
 }
@@ -450,6 +452,10 @@ export class SqlStore implements Store {
         }
       }
     }
+  }
+
+  poolStats (): Readonly<Record<string, PoolStats>> {
+    return this.#db.poolStats === undefined ? {} : { primary: this.#db.poolStats() }
   }
 
   /** A transaction's store closes nothing: the store that began it owns the database. */

@@ -1,0 +1,83 @@
+// Server-Timing (W3C Server Timing) with the time a request spent on its store: `store;dur=1.2`,
+// in milliseconds, on every answer of the API when the `serverTiming` option is on. Off, nothing
+// here runs: no hook is added and the stores are not wrapped.
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { performance } from 'node:perf_hooks'
+import type { FastifyReply, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify'
+import type { Store } from './stores/store.js'
+import type { StoreOf } from './routes/stores.js'
+import { kStoreTime } from './symbols.js'
+
+/**
+ * A request's time on the store: while at least one call is pending, the clock runs; calls that
+ * overlap (a LIST and its count, expand's lookups) count once, so `millis` is wall time waited.
+ */
+interface StoreClock { pending: number, since: number, millis: number }
+
+interface TimedRequest { [kStoreTime]: StoreClock | null }
+
+// The calls of the Store contract a request waits for. A transaction's own calls run inside
+// `transaction`, whose time they are part of: the connection is held for the whole of it.
+const timedCalls = ['list', 'get', 'getMany', 'create', 'update', 'remove', 'transaction', 'claimKey', 'keepResponse'] as const
+// The others: the purge of expired keys, which no request awaits, start-up, metrics, shutdown.
+const untimedCalls = ['purgeKeys', 'prepare', 'poolStats', 'close'] as const
+
+export interface StoreTiming {
+  /** Route onRequest hook: the steps after it count their store calls in the request's clock. */
+  readonly enter: onRequestHookHandler
+  /** The stores the routes use, each wrapped once so that its calls are timed. */
+  readonly timedStores: (storeOf: StoreOf) => StoreOf
+  /** onSend: the Server-Timing field. */
+  readonly setHeader: onSendHookHandler
+}
+
+/**
+ * The handlers hold their store from registration, so a call finds its request through
+ * AsyncLocalStorage: entered at onRequest, it reaches the handler also past a body that arrives
+ * later, since Fastify's body parser resumes in the context it was called in.
+ */
+export function createStoreTiming (): StoreTiming {
+  const current = new AsyncLocalStorage<StoreClock>()
+  const wrapped = new Map<Store, Store>()
+  const timed = (store: Store): Store => {
+    let wrapper = wrapped.get(store)
+    if (wrapper === undefined) {
+      wrapper = timedStore(store, current)
+      wrapped.set(store, wrapper)
+    }
+    return wrapper
+  }
+  return {
+    enter: function enterStoreClock (request, _reply, done) {
+      const holder = request as unknown as TimedRequest
+      const clock = holder[kStoreTime] ??= { pending: 0, since: 0, millis: 0 }
+      current.run(clock, done)
+    },
+    timedStores: storeOf => model => timed(storeOf(model)),
+    setHeader: function setServerTiming (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) {
+      // A request refused before its route's steps (401, 429) never waited on the store.
+      const millis = (request as unknown as TimedRequest)[kStoreTime]?.millis ?? 0
+      reply.header('server-timing', `store;dur=${millis.toFixed(1)}`)
+      done(null, payload)
+    } as onSendHookHandler
+  }
+}
+
+function timedStore (store: Store, current: AsyncLocalStorage<StoreClock>): Store {
+  // Every call is made on the store itself, which may keep private fields.
+  const wrapper: Record<string, unknown> = {}
+  for (const name of untimedCalls) wrapper[name] = store[name]?.bind(store)
+  for (const name of timedCalls) {
+    const call = store[name] as (...args: unknown[]) => Promise<unknown>
+    wrapper[name] = (...args: unknown[]) => {
+      const clock = current.getStore()
+      // Outside a request (start-up, the purge of expired keys): nothing to time.
+      if (clock === undefined) return call.apply(store, args)
+      if (clock.pending++ === 0) clock.since = performance.now()
+      return call.apply(store, args).finally(() => {
+        if (--clock.pending === 0) clock.millis += performance.now() - clock.since
+      })
+    }
+  }
+  return wrapper as unknown as Store
+}
