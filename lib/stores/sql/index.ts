@@ -150,7 +150,7 @@ async function openPglite (dataDir: string | undefined): Promise<PgliteInstance>
 
 const sqlKeys = { schema: true, tables: true, migrate: true, retryAfterSeconds: true } as const satisfies Record<keyof SqlStoreOptions, true>
 const replicaKeys = { readPool: true, readConnectionString: true, maxReplicaLagMillis: true, replicaCheckMillis: true, redis: true } as const
-const postgresKeys = knownKeys({ ...sqlKeys, ...replicaKeys, pool: true, connectionString: true, poolOptions: true, queryTimeoutMillis: true } satisfies Record<keyof PostgresStoreOptions, true>)
+const postgresKeys = knownKeys({ ...sqlKeys, pool: true, connectionString: true, poolOptions: true, queryTimeoutMillis: true, ...replicaKeys } satisfies Record<keyof PostgresStoreOptions, true>)
 const pgliteKeys = knownKeys({ ...sqlKeys, db: true, dataDir: true } satisfies Record<keyof PgliteStoreOptions, true>)
 const tableKeys = knownKeys({ table: true, columns: true, versionColumn: true, modifiedAtColumn: true } satisfies Record<keyof TableMapping, true>)
 
