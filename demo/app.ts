@@ -94,11 +94,12 @@ async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServer
     http: { maxHeaderSize: 65536, requireHostHeader: false },
     ...serverOptions
   })
-  const store = await createDemoStore(config, app.log)
-  app.addHook('onClose', async function closeStore () { await store.close() })
-  // A Redis that cannot be reached stops start-up; the store made above is closed first.
+  // A Redis that cannot be reached stops start-up. First, as the store keeps writers' positions in it.
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl).catch(async (error: unknown) => { await app.close(); throw error })
   if (redis !== undefined) app.addHook('onClose', async function closeRedis () { await redis.quit() })
+  // A store that cannot be opened stops start-up too; Redis, connected above, is closed first.
+  const store = await createDemoStore(config, app.log, redis).catch(async (error: unknown) => { await app.close(); throw error })
+  app.addHook('onClose', async function closeStore () { await store.close() })
   await app.register(outsideTheApi(config.allowedOrigins))
   await app.register(apiConventions, {
     prefix: '/v1',

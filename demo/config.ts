@@ -13,6 +13,8 @@ export interface DemoConfig {
   readonly store: 'pglite' | 'memory' | 'postgres'
   readonly dataDir: string
   readonly databaseUrl: string | undefined
+  /** A streaming replica of DATABASE_URL for reads (postgres only). */
+  readonly databaseReadUrl: string | undefined
   /** Bearer token → its right and user. */
   readonly apiTokens: ReadonlyMap<string, Credential>
   /** Legacy x-api-key value → its right (read or write) and user (the key itself); empty when the legacy method is off. */
@@ -45,12 +47,18 @@ export function loadConfig (env: Env): DemoConfig {
     if (store !== 'postgres') throw new ConfigError('STORE', `is '${store}' but DATABASE_URL is set, which implies postgres`)
     if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL')
   }
+  const databaseReadUrl = nonEmpty(env.DATABASE_READ_URL)
+  if (databaseReadUrl !== undefined) {
+    if (store !== 'postgres') throw new ConfigError('DATABASE_READ_URL', `is a replica of DATABASE_URL, which is not set (STORE is '${store}')`)
+    if (!/^postgres(ql)?:\/\//.test(databaseReadUrl)) throw new ConfigError('DATABASE_READ_URL', 'must be a postgres:// or postgresql:// URL')
+  }
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: nonEmpty(env.HOST) ?? '127.0.0.1',
     store,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
     databaseUrl,
+    databaseReadUrl,
     apiTokens: tokens(env.API_TOKENS ?? defaultTokens),
     apiKeys: keys(env.API_KEYS ?? 'dev-key:write'),
     allowedOrigins: origins(env.ALLOWED_ORIGINS ?? 'http://localhost:8080'),

@@ -67,6 +67,8 @@ function timedStore (store: Store, current: AsyncLocalStorage<StoreClock>): Stor
   // Every call is made on the store itself, which may keep private fields.
   const wrapper: Record<string, unknown> = {}
   for (const name of untimedCalls) wrapper[name] = store[name]?.bind(store)
+  // Not a call: the plugin reads it from the wrapper to decide on the caller scope (caller-scope.ts).
+  wrapper.routesReadsByCaller = store.routesReadsByCaller
   for (const name of timedCalls) {
     const call = store[name] as (...args: unknown[]) => Promise<unknown>
     wrapper[name] = (...args: unknown[]) => {

@@ -68,6 +68,12 @@ t.test('every setting is read from its variable', async t => {
   })
 })
 
+t.test('DATABASE_READ_URL names a replica of DATABASE_URL for reads; empty, there is none', async t => {
+  t.match(loadConfig({ DATABASE_URL: 'postgres://h/db', DATABASE_READ_URL: 'postgresql://replica:5433/db' }), { store: 'postgres', databaseReadUrl: 'postgresql://replica:5433/db' })
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://h/db', DATABASE_READ_URL: ' ' }).databaseReadUrl, undefined)
+  t.equal(loadConfig({}).databaseReadUrl, undefined)
+})
+
 t.test('DATABASE_URL implies STORE=postgres', async t => {
   t.match(loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' }), { store: 'postgres', databaseUrl: 'postgres://postgres@127.0.0.1:5432/test' })
   t.match(loadConfig({ STORE: 'postgres', DATABASE_URL: 'postgresql://h/db' }), { store: 'postgres' })
@@ -117,6 +123,9 @@ const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
   [{ STORE: 'postgres' }, 'DATABASE_URL', /is required when STORE=postgres/],
   [{ STORE: 'memory', DATABASE_URL: 'postgres://h/db' }, 'STORE', /is 'memory' but DATABASE_URL is set/],
   [{ DATABASE_URL: 'mysql://h/db' }, 'DATABASE_URL', /must be a postgres:\/\/ or postgresql:\/\/ URL/],
+  [{ DATABASE_READ_URL: 'postgres://replica/db' }, 'DATABASE_READ_URL', /is a replica of DATABASE_URL, which is not set \(STORE is 'pglite'\)/],
+  [{ STORE: 'memory', DATABASE_READ_URL: 'postgres://replica/db' }, 'DATABASE_READ_URL', /\(STORE is 'memory'\)/],
+  [{ DATABASE_URL: 'postgres://h/db', DATABASE_READ_URL: 'mysql://replica/db' }, 'DATABASE_READ_URL', /must be a postgres:\/\/ or postgresql:\/\/ URL/],
   [{ PORT: 'eighty' }, 'PORT', /must be an integer from 0 to 65535, received 'eighty'/],
   [{ PORT: '65536' }, 'PORT', /received '65536'/],
   [{ PORT: '-1' }, 'PORT', /received '-1'/],

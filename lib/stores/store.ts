@@ -100,6 +100,12 @@ export interface Store {
    * must check or create tables fails start-up, not requests, when it cannot serve a schema.
    */
   prepare? (models: readonly ResourceModel[], features?: PrepareFeatures): Promise<void>
+  /**
+   * Optional: true when the store sends each caller's reads where that caller's own writes are
+   * visible (read replicas). The plugin then runs every request in its caller's scope, which the
+   * store reads with `currentCaller()` (stores/caller.ts).
+   */
+  readonly routesReadsByCaller?: boolean
   /** Optional: the use of the store's connection pools by name (`primary`, …), read when metrics are scraped. */
   poolStats? (): Readonly<Record<string, PoolStats>>
   close (): Promise<void>

@@ -129,6 +129,15 @@ t.test('the demo store follows STORE; one that cannot open names the setting', a
     { name: 'ConfigError', setting: 'DATABASE_URL', message: /^Invalid setting DATABASE_URL: cannot connect to postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/db \(Error: connect ECONNREFUSED 127\.0\.0\.1:1\)$/ })
 })
 
+t.test('the demo store with DATABASE_READ_URL logs both URLs without passwords; an unreachable primary still names DATABASE_URL', async t => {
+  const logged: unknown[][] = []
+  const log = { info (...args: unknown[]) { logged.push(args) }, warn () {} } as never
+  const config = loadConfig({ DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/db', DATABASE_READ_URL: 'postgres://reader:hidden@127.0.0.1:2/db' })
+  await t.rejects(createDemoStore(config, log),
+    { name: 'ConfigError', setting: 'DATABASE_URL', message: /^Invalid setting DATABASE_URL: cannot connect to postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/db / })
+  t.same(logged, [[{ url: 'postgres://app:***@127.0.0.1:1/db', readUrl: 'postgres://reader:***@127.0.0.1:2/db' }, 'store: PostgreSQL, reads on the replica at readUrl']])
+})
+
 t.test('npm start with an unreachable DATABASE_URL fails with one line naming it', async t => {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', STORE: undefined, PORT: '0', REDIS_URL: '' },

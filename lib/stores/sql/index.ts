@@ -12,12 +12,15 @@ import { importOptional } from '../../optional.js'
 import { SqlStore } from './store.js'
 import type { SqlDatabase } from './store.js'
 import type { TableMapping } from './table.js'
+import { ReadRouter } from './replica.js'
+import type { PositionsRedis } from './replica.js'
 import { knownKeys, refuseUnknownKeys } from '../../options-check.js'
 import { OptionsInvalidError } from '../../errors.js'
 
 export type { TableMapping } from './table.js'
 export type { PostgresPool, PostgresClient } from './pg.js'
 export type { PgliteInstance, PgliteQueryable } from './pglite.js'
+export type { PositionsRedis } from './replica.js'
 
 export interface SqlStoreOptions {
   /** PostgreSQL schema holding the tables, created if missing. Default: the connection's current schema (normally `public`). */
@@ -51,6 +54,20 @@ export interface PostgresStoreOptions extends SqlStoreOptions {
    * `connectionTimeoutMillis`. Default 10000.
    */
   readonly queryTimeoutMillis?: number | undefined
+  /**
+   * A streaming replica for LIST and RETRIEVE (and their expand, include and counts): a pool you
+   * own, or a URL the store makes one from (with `poolOptions` too). Writes, transactions,
+   * Idempotency-Keys and hooks stay on the primary, and so do a caller's reads until the replica
+   * has replayed that caller's last write (docs/stores.md "Read replicas").
+   */
+  readonly readPool?: PostgresPool | undefined
+  readonly readConnectionString?: string | undefined
+  /** A replica further behind than this is skipped: reads go to the primary. Default 10000. */
+  readonly maxReplicaLagMillis?: number | undefined
+  /** How long a check of the replica (its position, its lag, that it is down) is trusted. Default 500. */
+  readonly replicaCheckMillis?: number | undefined
+  /** An ioredis client: writers' positions are kept there, so that every instance honours them. Default: in this process. The host closes it. */
+  readonly redis?: PositionsRedis | undefined
 }
 
 export interface PgliteStoreOptions extends SqlStoreOptions {
@@ -78,22 +95,38 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
   if (options.pool !== undefined && (options.connectionString !== undefined || options.poolOptions !== undefined)) {
     throw new TypeError('postgresStore: give either pool, or connectionString and poolOptions, not both')
   }
-  const { queryTimeoutMillis = 10_000 } = options
-  if (!Number.isInteger(queryTimeoutMillis) || queryTimeoutMillis < 1) {
-    throw new TypeError(`postgresStore option queryTimeoutMillis must be a positive integer, received ${String(queryTimeoutMillis)}`)
+  if (options.readPool !== undefined && options.readConnectionString !== undefined) {
+    throw new TypeError('postgresStore: give either readPool or readConnectionString, not both')
+  }
+  if (options.redis !== undefined && typeof (options.redis as { eval?: unknown } | null)?.eval !== 'function') {
+    throw new TypeError('postgresStore option redis must be an ioredis client')
+  }
+  const { queryTimeoutMillis = 10_000, maxReplicaLagMillis = 10_000, replicaCheckMillis = 500 } = options
+  for (const [name, value] of Object.entries({ queryTimeoutMillis, maxReplicaLagMillis, replicaCheckMillis })) {
+    if (!Number.isInteger(value) || value < 1) throw new TypeError(`postgresStore option ${name} must be a positive integer, received ${String(value)}`)
   }
   // Fail a connection attempt in seconds rather than waiting for the operating system's timeout;
   // keepalive probes find a peer that vanished while its connection sat idle in the pool.
-  const pool = options.pool ?? new (await importOptional<typeof import('pg')>('pg', 'postgresStore')).Pool({
+  const makePool = async (connectionString: string | undefined) => new (await importOptional<typeof import('pg')>('pg', 'postgresStore')).Pool({
     connectionTimeoutMillis: 5000,
     keepAlive: true,
     statement_timeout: queryTimeoutMillis,
-    connectionString: options.connectionString,
+    connectionString,
     ...options.poolOptions
   })
   // The client waits a second longer than statement_timeout (PostgreSQL "Client Connection
   // Defaults"), whose cancel (57014, also a 503) keeps the connection usable.
-  return await openStore(poolDatabase(pool, options.pool === undefined, queryTimeoutMillis + 1000), options)
+  const database = (pool: PostgresPool, owned: boolean) => poolDatabase(pool, owned, queryTimeoutMillis + 1000)
+  const primary = database(options.pool ?? await makePool(options.connectionString), options.pool === undefined)
+  const { readPool, readConnectionString } = options
+  const replica = readPool !== undefined ? database(readPool, false) : readConnectionString !== undefined ? database(await makePool(readConnectionString), true) : undefined
+  return await openStore(primary, options, replica === undefined
+    ? undefined
+    : schema => new ReadRouter(primary.query, replica, { maxLagMillis: maxReplicaLagMillis, checkMillis: replicaCheckMillis, redis: options.redis, schema })
+  ).catch(async (error: unknown) => {
+    await replica?.close()
+    throw error
+  })
 }
 
 /**
@@ -116,7 +149,8 @@ async function openPglite (dataDir: string | undefined): Promise<PgliteInstance>
 }
 
 const sqlKeys = { schema: true, tables: true, migrate: true, retryAfterSeconds: true } as const satisfies Record<keyof SqlStoreOptions, true>
-const postgresKeys = knownKeys({ ...sqlKeys, pool: true, connectionString: true, poolOptions: true, queryTimeoutMillis: true } satisfies Record<keyof PostgresStoreOptions, true>)
+const replicaKeys = { readPool: true, readConnectionString: true, maxReplicaLagMillis: true, replicaCheckMillis: true, redis: true } as const
+const postgresKeys = knownKeys({ ...sqlKeys, pool: true, connectionString: true, poolOptions: true, queryTimeoutMillis: true, ...replicaKeys } satisfies Record<keyof PostgresStoreOptions, true>)
 const pgliteKeys = knownKeys({ ...sqlKeys, db: true, dataDir: true } satisfies Record<keyof PgliteStoreOptions, true>)
 const tableKeys = knownKeys({ table: true, columns: true, versionColumn: true, modifiedAtColumn: true } satisfies Record<keyof TableMapping, true>)
 
@@ -137,7 +171,7 @@ function checkOptions (options: SqlStoreOptions, known: readonly string[], facto
   }
 }
 
-async function openStore (db: SqlDatabase, options: SqlStoreOptions): Promise<Store> {
+async function openStore (db: SqlDatabase, options: SqlStoreOptions, readRouter?: (schema: string) => ReadRouter): Promise<Store> {
   try {
     // tolower/toupper need full Unicode case mapping, as JavaScript's toLowerCase/toUpperCase
     // (ß → SS, İ → i̇, final sigma, ligatures): pg_unicode_fast (PostgreSQL 18+) or ICU's root
@@ -153,7 +187,7 @@ async function openStore (db: SqlDatabase, options: SqlStoreOptions): Promise<St
       migrate: options.migrate ?? true,
       caseCollation: String(caseCollation),
       retryAfterSeconds: options.retryAfterSeconds ?? 2
-    })
+    }, readRouter?.(schema))
   } catch (error) {
     await db.close()
     throw error

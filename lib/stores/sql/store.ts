@@ -17,6 +17,8 @@ import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
 import { ident, join, raw, sql, toQuery } from './sql.js'
 import type { Sql } from './sql.js'
+import type { ReadRouter } from './replica.js'
+import { currentCaller, isWriting } from '../caller.js'
 
 /** What the store needs from a driver: rows as arrays in select-list order. */
 export type QueryFunction = (text: string, values: readonly unknown[]) => Promise<unknown[][]>
@@ -96,10 +98,13 @@ export class SqlStore implements Store {
   #unprepared: Array<ResourceModel | typeof KEYS> | undefined
   /** Shared with its transactions' stores, as the tables are. */
   #keys: KeysTable
+  /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
+  readonly #reads: ReadRouter | undefined
 
-  constructor (db: SqlDatabase, settings: SqlStoreSettings) {
+  constructor (db: SqlDatabase, settings: SqlStoreSettings, reads?: ReadRouter) {
     this.#db = db
     this.#settings = settings
+    this.#reads = reads
     this.#context = { tableOf: model => this.#tableOf(model), caseCollation: settings.caseCollation }
     this.#query = db.query
     this.#keys = { ref: ident(settings.schema, KEYS_TABLE), ready: undefined, prepared: false }
@@ -191,9 +196,24 @@ export class SqlStore implements Store {
     return this.#tableOf(model)
   }
 
-  async #run (fragment: Sql, failure: Failure, model: ResourceModel, fields?: Fields): Promise<unknown[][]> {
+  /** The plugin runs requests in their caller's scope for such a store (stores/caller.ts). */
+  get routesReadsByCaller (): boolean {
+    return this.#reads !== undefined
+  }
+
+  /** Where a read outside a transaction runs: the replica, unless the caller must see its own writes. */
+  #readQuery (): QueryFunction | Promise<QueryFunction> {
+    return this.#reads === undefined || isWriting() ? this.#query : this.#reads.queryFor(currentCaller())
+  }
+
+  /** After a write outside a transaction, or a transaction's commit: the caller's reads follow it. */
+  async #wrote (): Promise<void> {
+    await this.#reads?.wrote(currentCaller())
+  }
+
+  async #run (fragment: Sql, failure: Failure, model: ResourceModel, fields?: Fields, query: QueryFunction = this.#query): Promise<unknown[][]> {
     try {
-      return await run(this.#query, fragment)
+      return await run(query, fragment)
     } catch (error) {
       throw this.#translate(error, failure, model, fields)
     }
@@ -249,7 +269,8 @@ export class SqlStore implements Store {
   async list (model: ResourceModel, query: ListQuery): Promise<Page> {
     const table = await this.#prepare(model)
     const compiled = compileList(table, query, this.#context, model)
-    const rows = await this.#run(compiled.page, 'list', model)
+    const on = await this.#readQuery()
+    const rows = await this.#run(compiled.page, 'list', model, undefined, on)
     const hasMore = rows.length > query.limit
     const items = rows.slice(0, query.limit).map(row => table.decode(row))
     if (compiled.reversed) items.reverse()
@@ -259,7 +280,7 @@ export class SqlStore implements Store {
       // On the last offset page the count is known without asking (unless the offset overshot).
       total = window.kind === 'offset' && !hasMore && (items.length > 0 || window.offset === 0)
         ? window.offset + items.length
-        : Number((await this.#run(compiled.count, 'list', model))[0][0])
+        : Number((await this.#run(compiled.count, 'list', model, undefined, on))[0][0])
     }
     return { items, hasMore, total }
   }
@@ -272,7 +293,9 @@ export class SqlStore implements Store {
     if (!this.#prepared.has(model.base ?? model)) return this.#prepare(model).then(() => this.get(model, id))
     const table = this.#tableOf(model)
     if (!isStorable(id)) return Promise.resolve(null)
-    return this.#query(table.selectById, [id]).then(
+    const on = this.#readQuery()
+    const rows = typeof on === 'function' ? on(table.selectById, [id]) : on.then(query => query(table.selectById, [id]))
+    return rows.then(
       rows => rows.length === 0 ? null : table.decode(rows[0]),
       (error: unknown) => { throw this.#translate(error, 'read', model) })
   }
@@ -282,7 +305,9 @@ export class SqlStore implements Store {
     const table = await this.#prepare(model)
     if (!isStorable(id)) return null
     const where = model.visible === undefined ? idEquals(table, id) : sql`${idEquals(table, id)} AND ${this.#visible(table, model.visible)}`
-    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}${raw(lock ? ` FOR UPDATE OF ${MAIN}` : '')}`, 'read', model)
+    // A record read to be locked is read where it will be written.
+    const on = lock ? this.#query : await this.#readQuery()
+    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}${raw(lock ? ` FOR UPDATE OF ${MAIN}` : '')}`, 'read', model, undefined, on)
     return rows.length === 0 ? null : table.decode(rows[0])
   }
 
@@ -301,7 +326,7 @@ export class SqlStore implements Store {
     const nulls = listed.length < values.length ? sql` OR ${ref} IS NULL` : sql``
     const matches = sql`${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls}`
     const where = model.visible === undefined ? matches : sql`(${matches}) AND ${this.#visible(table, model.visible)}`
-    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}`, 'read', model)
+    const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}`, 'read', model, undefined, await this.#readQuery())
     return rows.map(row => table.decode(row))
   }
 
@@ -311,6 +336,7 @@ export class SqlStore implements Store {
     const values = columns.map(col => writeValue(col, fields[col.field.name]))
     const names = join([...columns.map(col => ident(col.name)), ident(table.version), ident(table.modifiedAt)], ', ')
     const rows = await this.#run(sql`INSERT INTO ${table.ref} AS ${ident(MAIN)} (${names}) VALUES (${join(values, ', ')}, 1, now()) RETURNING ${table.selectList}`, 'write', model, fields)
+    await this.#wrote()
     return table.decode(rows[0])
   }
 
@@ -321,7 +347,10 @@ export class SqlStore implements Store {
     sets.push(sql`${ident(table.version)} = ${ident(MAIN, table.version)} + 1`, sql`${ident(table.modifiedAt)} = now()`)
     // Compare-and-set in the statement itself, so If-Match cannot race.
     const rows = await this.#run(sql`UPDATE ${table.ref} AS ${ident(MAIN)} SET ${join(sets, ', ')} WHERE ${idEquals(table, id)}${versionEquals(table, how)} RETURNING ${table.selectList}`, 'write', model, fields)
-    if (rows.length > 0) return table.decode(rows[0])
+    if (rows.length > 0) {
+      await this.#wrote()
+      return table.decode(rows[0])
+    }
     return await this.#missOrMismatch(table, id, how)
   }
 
@@ -330,7 +359,10 @@ export class SqlStore implements Store {
     if (!isStorable(id)) return false
     // Children still pointing here make the foreign key refuse: 409, with no read-then-delete race.
     const rows = await this.#run(sql`DELETE FROM ${table.ref} AS ${ident(MAIN)} WHERE ${idEquals(table, id)}${versionEquals(table, how)} RETURNING 1`, 'delete', model)
-    if (rows.length > 0) return true
+    if (rows.length > 0) {
+      await this.#wrote()
+      return true
+    }
     return (await this.#missOrMismatch(table, id, how)) ?? false
   }
 
@@ -394,7 +426,7 @@ export class SqlStore implements Store {
       const unprepared: Array<ResourceModel | typeof KEYS> = []
       let workFailed = false
       try {
-        return await this.#db.transaction(async query => {
+        const result = await this.#db.transaction(async query => {
           let result: T
           try {
             result = await work(this.#bound(query, unprepared))
@@ -406,6 +438,8 @@ export class SqlStore implements Store {
           if (unprepared.length > 0) throw new TableNotPrepared('work met tables not prepared')
           return result
         })
+        await this.#wrote()
+        return result
       } catch (error) {
         if (unprepared.length > 0) {
           for (const model of unprepared) await (model === KEYS ? this.#prepareKeys() : this.#prepare(model))
@@ -426,7 +460,9 @@ export class SqlStore implements Store {
 
   /** A transaction's store closes nothing: the store that began it owns the database. */
   async close (): Promise<void> {
-    if (this.#unprepared === undefined) await this.#db.close()
+    if (this.#unprepared !== undefined) return
+    await this.#reads?.close()
+    await this.#db.close()
   }
 }
 

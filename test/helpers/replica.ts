@@ -1,0 +1,77 @@
+// The streaming replica of the test PostgreSQL (.ci/replica.sh; DATABASE_READ_URL): made to lag
+// (recovery_min_apply_delay), stopped and started again, always restored when a test ends.
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import pg from 'pg'
+
+interface TestLike { teardown (fn: () => unknown): void }
+
+const run = promisify(execFile)
+const cluster = async (action: 'start' | 'stop') => {
+  const version = (await run('sh', ['-c', 'ls /etc/postgresql | sort -n | tail -1'])).stdout.trim()
+  await run('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'replica', action])
+}
+
+export interface ReplicaControl {
+  /** Until `undo`, the replica applies each commit this long after it was made. */
+  lag (delay: string): Promise<void>
+  stop (): Promise<void>
+  start (): Promise<void>
+  /** Resolves once the replica has replayed everything the primary has written so far. */
+  caughtUp (): Promise<void>
+  /** Connections to the replica whose application_name is `name`. */
+  connections (name: string): Promise<number>
+}
+
+export function replicaControl (t: TestLike, primaryUrl: string, replicaUrl: string): ReplicaControl {
+  let lagging = false
+  let stopped = false
+  const onReplica = async <R extends pg.QueryResultRow>(text: string) => {
+    const client = new pg.Client({ connectionString: replicaUrl })
+    await client.connect()
+    try {
+      return (await client.query<R>(text)).rows
+    } finally {
+      await client.end()
+    }
+  }
+  const setDelay = async (delay: string | null) => {
+    await onReplica(delay === null ? 'ALTER SYSTEM RESET recovery_min_apply_delay' : `ALTER SYSTEM SET recovery_min_apply_delay = '${delay}'`)
+    await onReplica('SELECT pg_reload_conf()')
+  }
+  const control: ReplicaControl = {
+    async lag (delay) {
+      lagging = true
+      await setDelay(delay)
+    },
+    async stop () {
+      stopped = true
+      await cluster('stop')
+    },
+    async start () {
+      await cluster('start')
+      stopped = false
+    },
+    async caughtUp () {
+      const primary = new pg.Client({ connectionString: primaryUrl })
+      await primary.connect()
+      const { rows: [{ lsn }] } = await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')
+      await primary.end()
+      for (let tries = 0; tries < 200; tries++) {
+        const [{ done }] = await onReplica<{ done: boolean }>(`SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS done`)
+        if (done) return
+        await new Promise(resolve => setTimeout(resolve, 50))
+      }
+      throw new Error(`the replica did not replay ${lsn} in 10 seconds`)
+    },
+    async connections (name) {
+      const [{ count }] = await onReplica<{ count: string }>(`SELECT count(*) FROM pg_stat_activity WHERE application_name = '${name}'`)
+      return Number(count)
+    }
+  }
+  t.teardown(async () => {
+    if (stopped) await control.start()
+    if (lagging) await setDelay(null)
+  })
+  return control
+}
