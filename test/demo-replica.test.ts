@@ -17,7 +17,7 @@ t.test('the demo with DATABASE_READ_URL: reads served, each writer reads its own
   const { api, close } = await open({ ...place, env: { ...place.env, DATABASE_READ_URL: readUrl.href } })
   t.teardown(close)
   t.equal((await api('reader', 'GET', '/v1/authors')).status, 200, 'tables made')
-  const replica = replicaControl(t, primaryUrl as string, replicaUrl as string)
+  const replica = await replicaControl(t, primaryUrl as string, replicaUrl as string)
   await replica.caughtUp()
   await replica.lag('2s')
   const written = await api('alice', 'POST', '/v1/authors', { body: { name: unique('Author') } })

@@ -1,5 +1,6 @@
 // The streaming replica of the test PostgreSQL (.ci/replica.sh; DATABASE_READ_URL): made to lag
-// (recovery_min_apply_delay), stopped and started again, always restored when a test ends.
+// (recovery_min_apply_delay), stopped and started again, always restored when a test ends. Test
+// files run in parallel: one test at a time holds the replica (an advisory lock on the primary).
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import pg from 'pg'
@@ -23,7 +24,11 @@ export interface ReplicaControl {
   connections (name: string): Promise<number>
 }
 
-export function replicaControl (t: TestLike, primaryUrl: string, replicaUrl: string): ReplicaControl {
+export async function replicaControl (t: TestLike, primaryUrl: string, replicaUrl: string): Promise<ReplicaControl> {
+  // Held by this session until the test ends; its two int keys never meet the store's locks.
+  const holder = new pg.Client({ connectionString: primaryUrl })
+  await holder.connect()
+  await holder.query('SELECT pg_advisory_lock(424242, 7)')
   let lagging = false
   let stopped = false
   const onReplica = async <R extends pg.QueryResultRow>(text: string) => {
@@ -72,6 +77,8 @@ export function replicaControl (t: TestLike, primaryUrl: string, replicaUrl: str
   t.teardown(async () => {
     if (stopped) await control.start()
     if (lagging) await setDelay(null)
+    // Ending the session releases the lock.
+    await holder.end()
   })
   return control
 }

@@ -26,7 +26,7 @@ if (connectionString === undefined || readConnectionString === undefined) {
     t.teardown(() => store.close())
     const app = await buildSecureApp(t, { store })
     t.equal((await app.inject({ url: '/v1/books?expand=author', headers: auth.read })).statusCode, 200, 'tables made')
-    const replica = replicaControl(t, connectionString, readConnectionString)
+    const replica = await replicaControl(t, connectionString, readConnectionString)
     await replica.caughtUp()
     return { app, replica, schema }
   }
