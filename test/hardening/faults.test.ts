@@ -45,7 +45,7 @@ interface Demo {
 async function startDemo (t: Tap, env: Record<string, string>): Promise<Demo> {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     // SEED=false: the store starts as the test left it, without the sample catalogue.
-    env: { ...process.env, STORE: 'memory', DATABASE_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'faults-secret-0123456789', ...env },
+    env: { ...process.env, STORE: 'memory', DATABASE_URL: '', DATABASE_READ_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'faults-secret-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })

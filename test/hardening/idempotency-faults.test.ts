@@ -42,7 +42,7 @@ process.once('exit', () => { for (const child of running) child.kill('SIGKILL') 
 async function startDemo (env: Record<string, string>, started: Demo[]): Promise<Demo> {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     // SEED=false: the store starts as the test left it, without the sample catalogue.
-    env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'idempotency-faults-0123456789', ...env },
+    env: { ...process.env, DATABASE_URL: '', DATABASE_READ_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000', CURSOR_SECRET: 'idempotency-faults-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   running.add(child)

@@ -87,7 +87,7 @@ async function dribble (socket: Socket, state: Talk, text: string, every: number
 t.test('the started demo', async t => {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     // SEED=false: the store starts as the test left it, without the sample catalogue.
-    env: { ...process.env, STORE: 'memory', DATABASE_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000' },
+    env: { ...process.env, STORE: 'memory', DATABASE_URL: '', DATABASE_READ_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000' },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   t.teardown(() => { child.kill('SIGKILL') })

@@ -25,7 +25,7 @@ const auth = { authorization: 'Bearer dev-token', 'content-type': 'application/j
 async function startDemo (t: Tap, env: Record<string, string | undefined>): Promise<{ url: string, child: ChildProcess }> {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
     // SEED=false: the store starts as the test left it, without the sample catalogue.
-    env: { ...process.env, STORE: undefined, DATABASE_URL: undefined, REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'crash-test-secret-0123456789', ...env },
+    env: { ...process.env, STORE: undefined, DATABASE_URL: undefined, DATABASE_READ_URL: undefined, REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'crash-test-secret-0123456789', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   t.teardown(() => { child.kill('SIGKILL') })
