@@ -217,3 +217,19 @@ t.test('randomCursorSecret', async t => {
   const codec = createCursorCodec({ secrets: [a] })
   t.same(codec.open(codec.seal({ window: 'before', values: [] }, BINDING), BINDING), { window: 'before', values: [] })
 })
+
+t.test('sealEnd: one end token per query and second, living at least the ttl; past a thousand queries the oldest is forgotten', async t => {
+  let clock = T0
+  const codec = createCursorCodec({ secrets: [SECRET], ttlSeconds: 60, now: () => clock })
+  const first = codec.sealEnd(BINDING)
+  t.same(codec.open(first, BINDING), { window: 'before', values: [] })
+  clock += 999
+  t.equal(codec.sealEnd(BINDING), first, 'within its second: the same token')
+  clock += 60_000
+  t.same(codec.open(first, BINDING), { window: 'before', values: [] }, 'handed out at the end of its second, it still opens a ttl later')
+  const second = codec.sealEnd(BINDING)
+  t.not(second, first, 'a second later: sealed anew')
+  for (let i = 0; i < 1000; i++) codec.sealEnd(`${BINDING}|${i}`)
+  t.not(codec.sealEnd(BINDING), second, 'forgotten once a thousand other queries came after it: sealed anew within its second')
+  t.throws(() => codec.open(codec.sealEnd(BINDING), 'another query'), { problem: 'foreign-query' })
+})
