@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import type { Test } from 'tap'
-import { open, places, unique } from './helpers/demo-http.js'
-import type { Answer, Api, Instance } from './helpers/demo-http.js'
+import { placeFor, places, unique } from './helpers/demo-http.js'
+import type { Answer, Api } from './helpers/demo-http.js'
 
 type Json = Record<string, any>
 
@@ -49,13 +49,7 @@ interface Sent { readonly caller: string, readonly body: unknown, readonly key: 
 
 for (const where of places('demo-batch')) {
   t.test(`Batch on the demo, ${where.name} store`, { skip: where.skip }, async t => {
-    const place = await where.make()
-    const instances: Instance[] = []
-    const start = async () => { const instance = await open(place); instances.push(instance); return instance }
-    t.teardown(async () => {
-      for (const instance of instances) await instance.close()
-      await place.drop()
-    })
+    const { place, start } = await placeFor(t, where)
     const main = await start()
     const sent: Sent[] = []
     await suite(t, main.api, sent)

@@ -14,8 +14,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t from 'tap'
 import type { Test } from 'tap'
-import { open, places, unique } from './helpers/demo-http.js'
-import type { Answer, Api, Call, Instance } from './helpers/demo-http.js'
+import { placeFor, places, unique } from './helpers/demo-http.js'
+import type { Answer, Api, Call } from './helpers/demo-http.js'
 
 const q = encodeURIComponent
 
@@ -56,13 +56,7 @@ interface Sent { readonly caller: string, readonly method: string, readonly path
 
 for (const where of places('demo-idem')) {
   t.test(`Idempotency-Key on the demo, ${where.name} store`, { skip: where.skip }, async t => {
-    const place = await where.make()
-    const instances: Instance[] = []
-    const start = async () => { const instance = await open(place); instances.push(instance); return instance }
-    t.teardown(async () => {
-      for (const instance of instances) await instance.close()
-      await place.drop()
-    })
+    const { place, start } = await placeFor(t, where)
     const main = await start()
     const sent: Sent[] = []
     /** Sends a keyed request and remembers it with its answer. */

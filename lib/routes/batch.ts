@@ -58,8 +58,9 @@ interface Operation {
 }
 
 const maxLidLength = 255
-const lidSchema: JsonSchema = { type: 'string', minLength: 1, maxLength: maxLidLength }
-const localIdSchema: JsonSchema = { type: 'object', properties: { lid: lidSchema }, required: ['lid'], additionalProperties: false }
+/** A `lid`, and `{ "lid": … }` where an id is expected: checked here, documented by route-schema.ts. */
+export const lidSchema: JsonSchema = { type: 'string', minLength: 1, maxLength: maxLidLength }
+export const localIdSchema: JsonSchema = { type: 'object', properties: { lid: lidSchema }, required: ['lid'], additionalProperties: false }
 
 /** The shape every operation has, whatever its resource; the operation's `data` is checked against its own schema. */
 function shapeSchema (resources: readonly string[], maxOperations: number): JsonSchema {

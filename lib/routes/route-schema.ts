@@ -12,6 +12,7 @@ import { produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
 import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
+import { lidSchema, localIdSchema } from './batch.js'
 import type { RouteContext } from './context.js'
 import { idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
@@ -368,10 +369,8 @@ function capabilitiesData (methods: readonly string[], collection: ResourceModel
 }
 
 const localId: JsonSchema = {
-  type: 'object',
-  properties: { lid: { type: 'string', minLength: 1, maxLength: 255, description: 'The lid of an earlier create in this batch.' } },
-  required: ['lid'],
-  additionalProperties: false,
+  ...localIdSchema,
+  properties: { lid: { ...lidSchema, description: 'The lid of an earlier create in this batch.' } },
   description: 'The id of the record an earlier create of this batch named with this lid.'
 }
 
@@ -388,7 +387,7 @@ function batchData (model: ResourceModel, operation: 'create' | 'replace' | 'mod
 /** One oneOf branch per resource and operation it serves; `served(model, op)` says which. */
 function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modify' | 'delete'): JsonSchema {
   const target = op === 'create'
-    ? { lid: { type: 'string', minLength: 1, maxLength: 255, description: `A name for the new ${model.singular}, for later operations of this batch.` } }
+    ? { lid: { ...lidSchema, description: `A name for the new ${model.singular}, for later operations of this batch.` } }
     : { id: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: `The ${model.singular}'s ${model.idField}.` } }
   return {
     title: `${op} ${model.name}`,

@@ -83,4 +83,17 @@ export async function open (place: Place): Promise<Instance> {
   return { api, close: () => (closed ??= app.close()) }
 }
 
+interface TestLike { teardown (fn: () => unknown): void }
+
+/** A fresh place of `where` for test `t`, and `start` to run demo apps on it; all closed, then the place dropped, when the test ends. */
+export async function placeFor (t: TestLike, where: { make: () => Promise<Place> }): Promise<{ place: Place, start: () => Promise<Instance> }> {
+  const place = await where.make()
+  const instances: Instance[] = []
+  t.teardown(async () => {
+    for (const instance of instances) await instance.close()
+    await place.drop()
+  })
+  return { place, start: async () => { const instance = await open(place); instances.push(instance); return instance } }
+}
+
 export const unique = (label: string) => `${label} ${randomBytes(6).toString('hex')}`
