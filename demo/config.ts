@@ -15,6 +15,8 @@ export interface DemoConfig {
   readonly databaseUrl: string | undefined
   /** A streaming replica of DATABASE_URL for reads (postgres only). */
   readonly databaseReadUrl: string | undefined
+  /** `transaction`: DATABASE_URL points at a transaction-mode pooler (PgBouncer). */
+  readonly databasePooler: 'none' | 'transaction'
   /** Bearer token → its right and user. */
   readonly apiTokens: ReadonlyMap<string, Credential>
   /** Legacy x-api-key value → its right (read or write) and user (the key itself); empty when the legacy method is off. */
@@ -52,6 +54,9 @@ export function loadConfig (env: Env): DemoConfig {
     if (store !== 'postgres') throw new ConfigError('DATABASE_READ_URL', `is a replica of DATABASE_URL, which is not set (STORE is '${store}')`)
     if (!/^postgres(ql)?:\/\//.test(databaseReadUrl)) throw new ConfigError('DATABASE_READ_URL', 'must be a postgres:// or postgresql:// URL')
   }
+  const databasePooler = nonEmpty(env.DATABASE_POOLER) ?? 'none'
+  if (databasePooler !== 'none' && databasePooler !== 'transaction') throw new ConfigError('DATABASE_POOLER', `must be none or transaction, received '${databasePooler}'`)
+  if (databasePooler !== 'none' && store !== 'postgres') throw new ConfigError('DATABASE_POOLER', `describes DATABASE_URL, which is not set (STORE is '${store}')`)
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: nonEmpty(env.HOST) ?? '127.0.0.1',
@@ -59,6 +64,7 @@ export function loadConfig (env: Env): DemoConfig {
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
     databaseUrl,
     databaseReadUrl,
+    databasePooler,
     apiTokens: tokens(env.API_TOKENS ?? defaultTokens),
     apiKeys: keys(env.API_KEYS ?? 'dev-key:write'),
     allowedOrigins: origins(env.ALLOWED_ORIGINS ?? 'http://localhost:8080'),

@@ -22,10 +22,10 @@ export async function createDemoStore (config: DemoConfig, log: FastifyBaseLogge
       const hide = (text: string) => text.replace(/:[^:@/]*@/, ':***@')
       const url = hide(String(config.databaseUrl))
       const readUrl = config.databaseReadUrl === undefined ? undefined : hide(config.databaseReadUrl)
-      log.info({ url, readUrl }, readUrl === undefined ? 'store: PostgreSQL' : 'store: PostgreSQL, reads on the replica at readUrl')
+      log.info({ url, readUrl, pooler: config.databasePooler }, readUrl === undefined ? 'store: PostgreSQL' : 'store: PostgreSQL, reads on the replica at readUrl')
       // A replica that cannot be reached does not stop start-up: reads go to the primary until it answers.
       // Writers' positions go through Redis when REDIS_URL is set (demo-service.md "Many instances").
-      return await postgresStore({ connectionString: config.databaseUrl, readConnectionString: config.databaseReadUrl, redis }).catch((error: unknown) => {
+      return await postgresStore({ connectionString: config.databaseUrl, readConnectionString: config.databaseReadUrl, pooler: config.databasePooler, redis }).catch((error: unknown) => {
         throw new ConfigError('DATABASE_URL', `cannot connect to ${url} (${String(error)})`)
       })
     }

@@ -96,8 +96,9 @@ function canonical (value: unknown): unknown {
  */
 export function idempotent (handler: RouteHandlerMethod, storeOf: (request: FastifyRequest) => Store, settings: ResolvedIdempotency | null): RouteHandlerMethod {
   if (settings === null) return handler
-  // Keys running on this route in this process: a second one is 409 before it waits for a
-  // transaction (instances sharing a database learn it from the store's claim).
+  // Keys whose first request runs on this route in this process: a second one is 409 before it
+  // opens a transaction (instances sharing a database learn it from the store's claim). Replays
+  // of a kept answer are not in it: any number run at once.
   const running = new Set<string>()
   return async function keyedHandler (this: unknown, request: FastifyRequest, reply: FastifyReply) {
     const given = readIdempotencyKey(request.headers['idempotency-key'])
@@ -105,7 +106,7 @@ export function idempotent (handler: RouteHandlerMethod, storeOf: (request: Fast
     const slots = request as unknown as KeyedRequest
     const key = digest([slots[kCaller], request.method, request.url.split('?', 1)[0], given])
     if (running.has(key)) throw busy()
-    running.add(key)
+    let first = false
     try {
       const fingerprint = fingerprintOf(request)
       const store = storeOf(request)
@@ -116,6 +117,8 @@ export function idempotent (handler: RouteHandlerMethod, storeOf: (request: Fast
           if (claim.fingerprint !== fingerprint) throw new UnprocessableError('This Idempotency-Key was used with another request body; use a new key for a new request.')
           return { replayed: true, response: claim.response } as const
         }
+        first = true
+        running.add(key)
         slots[kKeyedTransaction] = tx
         const answer: unknown = await handler.call(this as never, request, reply)
         const body = answer === noBody ? null : answer
@@ -134,7 +137,7 @@ export function idempotent (handler: RouteHandlerMethod, storeOf: (request: Fast
       return outcome.body === null ? reply.send() : outcome.body
     } finally {
       slots[kKeyedTransaction] = null
-      running.delete(key)
+      if (first) running.delete(key)
     }
   }
 }

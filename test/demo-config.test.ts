@@ -11,6 +11,7 @@ t.test('with no environment every setting takes its documented default', async t
     store: 'pglite',
     dataDir: './data',
     databaseUrl: undefined,
+    databasePooler: 'none',
     apiTokens: [
       ['dev-token', { right: 'write', user: 'dev' }],
       ['read-token', { right: 'read', user: 'reader' }],
@@ -52,6 +53,7 @@ t.test('every setting is read from its variable', async t => {
     store: 'memory',
     dataDir: '/var/lib/demo',
     databaseUrl: undefined,
+    databasePooler: 'none',
     apiTokens: [
       ['alpha', { right: 'read', user: 'alpha' }],
       ['beta.token~/+=', { right: 'write', user: 'beta.token~/+=' }],
@@ -72,6 +74,12 @@ t.test('DATABASE_READ_URL names a replica of DATABASE_URL for reads; empty, ther
   t.match(loadConfig({ DATABASE_URL: 'postgres://h/db', DATABASE_READ_URL: 'postgresql://replica:5433/db' }), { store: 'postgres', databaseReadUrl: 'postgresql://replica:5433/db' })
   t.equal(loadConfig({ DATABASE_URL: 'postgres://h/db', DATABASE_READ_URL: ' ' }).databaseReadUrl, undefined)
   t.equal(loadConfig({}).databaseReadUrl, undefined)
+})
+
+t.test('DATABASE_POOLER says whether DATABASE_URL is a transaction-mode pooler; none by default', async t => {
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://h/db', DATABASE_POOLER: 'transaction' }).databasePooler, 'transaction')
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://h/db', DATABASE_POOLER: ' ' }).databasePooler, 'none')
+  t.equal(loadConfig({}).databasePooler, 'none')
 })
 
 t.test('DATABASE_URL implies STORE=postgres', async t => {
@@ -126,6 +134,8 @@ const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
   [{ DATABASE_READ_URL: 'postgres://replica/db' }, 'DATABASE_READ_URL', /is a replica of DATABASE_URL, which is not set \(STORE is 'pglite'\)/],
   [{ STORE: 'memory', DATABASE_READ_URL: 'postgres://replica/db' }, 'DATABASE_READ_URL', /\(STORE is 'memory'\)/],
   [{ DATABASE_URL: 'postgres://h/db', DATABASE_READ_URL: 'mysql://replica/db' }, 'DATABASE_READ_URL', /must be a postgres:\/\/ or postgresql:\/\/ URL/],
+  [{ DATABASE_URL: 'postgres://h/db', DATABASE_POOLER: 'session' }, 'DATABASE_POOLER', /must be none or transaction, received 'session'/],
+  [{ DATABASE_POOLER: 'transaction' }, 'DATABASE_POOLER', /describes DATABASE_URL, which is not set \(STORE is 'pglite'\)/],
   [{ PORT: 'eighty' }, 'PORT', /must be an integer from 0 to 65535, received 'eighty'/],
   [{ PORT: '65536' }, 'PORT', /received '65536'/],
   [{ PORT: '-1' }, 'PORT', /received '-1'/],

@@ -110,10 +110,15 @@ t.test('the key as RFC 8941 writes a string', async t => {
 function slowStore () {
   const inner = memoryStore()
   let gate: Promise<void> | null = null
+  let claimGate: Promise<void> | null = null
   let failNext = false
   const store: Store = Object.assign(Object.create(inner) as Store, {
     async transaction<T> (work: (tx: Store) => Promise<T>): Promise<T> {
       return await inner.transaction(async tx => await work(Object.assign(Object.create(tx) as Store, {
+        async claimKey (key: string) {
+          if (claimGate !== null) await claimGate
+          return await tx.claimKey(key)
+        },
         async create (...args: Parameters<Store['create']>) {
           if (gate !== null) await gate
           if (failNext) {
@@ -128,6 +133,7 @@ function slowStore () {
   return {
     store,
     hold () { let release = () => {}; gate = new Promise(resolve => { release = resolve }); return () => { gate = null; release() } },
+    holdClaims () { let release = () => {}; claimGate = new Promise(resolve => { release = resolve }); return () => { claimGate = null; release() } },
     failOnce () { failNext = true }
   }
 }
@@ -151,6 +157,20 @@ t.test('while the first request runs, the same key is a 409; a 5xx is not kept',
   t.equal(retried.statusCode, 201)
   t.notOk('idempotent-replayed' in retried.headers, 'the retry ran again')
   t.equal(await countAuthors(app), 2)
+})
+
+t.test('once the first request has its answer, retries arriving together all replay it', async t => {
+  const slow = slowStore()
+  const app = await buildApp(t, { store: slow.store })
+  const first = await app.inject({ method: 'POST', url: '/v1/authors', headers: keyed('"together"'), payload: { name: 'Ann' } })
+  // Each retry is still looking the key up when the next arrives.
+  const release = slow.holdClaims()
+  const arriving = Array.from({ length: 6 }, () => app.inject({ method: 'POST', url: '/v1/authors', headers: keyed('"together"'), payload: { name: 'Ann' } }))
+  await new Promise(resolve => setTimeout(resolve, 20))
+  release()
+  const retries = await Promise.all(arriving)
+  t.same(retries.map(res => [res.statusCode, res.headers['idempotent-replayed'], res.body]), Array(6).fill([201, 'true', first.body]))
+  t.equal(await countAuthors(app), 1)
 })
 
 t.test('answers are kept for the configured lifetime', async t => {

@@ -313,13 +313,15 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   /** `claimed`: the keys the calling transaction holds (it takes this one too), or null outside one. */
   function claimKey (claimed: Set<string> | null, key: string): KeyClaim {
     const holder = claims.get(key)
-    if (holder !== undefined && holder !== claimed) return BUSY
-    if (claimed !== null) {
+    const free = holder === undefined || holder === claimed
+    if (free && claimed !== null) {
       claimed.add(key)
       claims.set(key, claimed)
     }
+    // An answer kept under a key another transaction holds is being replayed there (a transaction
+    // keeps its answer last, and a memory transaction cannot fail after its work): replayed here too.
     const entry = kept.get(key)
-    if (entry === undefined || entry.expiresAt <= now().getTime()) return FREE
+    if (entry === undefined || entry.expiresAt <= now().getTime()) return free ? FREE : BUSY
     return { kind: 'kept', fingerprint: entry.fingerprint, response: JSON.parse(entry.response) as KeptResponse }
   }
 

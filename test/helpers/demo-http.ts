@@ -17,11 +17,12 @@ export interface Answer { readonly status: number, readonly headers: Headers, re
 export interface Call { readonly body?: unknown, readonly key?: string, readonly headers?: Record<string, string> }
 export type Api = (caller: string, method: string, path: string, call?: Call) => Promise<Answer>
 
-export function client (base: string): Api {
+/** `tokens`: caller → bearer token, the demo's default tokens unless given. */
+export function client (base: string, tokens: Readonly<Record<string, string>> = tokenOf): Api {
   return async (caller, method, path, { body, key, headers = {} } = {}) => {
     const type: Record<string, string> = body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }
     const keyed: Record<string, string> = key === undefined ? {} : { 'idempotency-key': key }
-    const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${tokenOf[caller]}`, ...type, ...keyed, ...headers }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) })
+    const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${tokens[caller]}`, ...type, ...keyed, ...headers }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) })
     const text = await res.text()
     return { status: res.status, headers: res.headers, text, body: text === '' ? undefined : JSON.parse(text) }
   }

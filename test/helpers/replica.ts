@@ -8,9 +8,10 @@ import pg from 'pg'
 interface TestLike { teardown (fn: () => unknown): void }
 
 const run = promisify(execFile)
-const cluster = async (action: 'start' | 'stop') => {
+/** Starts or stops a cluster of this machine's PostgreSQL (.ci/replica.sh, .ci/cluster.sh made them). */
+export async function pgCluster (name: string, action: 'start' | 'stop'): Promise<void> {
   const version = (await run('sh', ['-c', 'ls /etc/postgresql | sort -n | tail -1'])).stdout.trim()
-  await run('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'replica', action])
+  await run('pg_ctlcluster', ['--skip-systemctl-redirect', version, name, action, ...action === 'stop' ? ['-m', 'fast'] : []])
 }
 
 export interface ReplicaControl {
@@ -24,7 +25,8 @@ export interface ReplicaControl {
   connections (name: string): Promise<number>
 }
 
-export async function replicaControl (t: TestLike, primaryUrl: string, replicaUrl: string): Promise<ReplicaControl> {
+/** `cluster`: the replica's cluster name (`replica`, of .ci/replica.sh's default pair). */
+export async function replicaControl (t: TestLike, primaryUrl: string, replicaUrl: string, cluster = 'replica'): Promise<ReplicaControl> {
   // Held by this session until the test ends; its two int keys never meet the store's locks.
   const holder = new pg.Client({ connectionString: primaryUrl })
   await holder.connect()
@@ -51,10 +53,10 @@ export async function replicaControl (t: TestLike, primaryUrl: string, replicaUr
     },
     async stop () {
       stopped = true
-      await cluster('stop')
+      await pgCluster(cluster, 'stop')
     },
     async start () {
-      await cluster('start')
+      await pgCluster(cluster, 'start')
       stopped = false
     },
     async caughtUp () {

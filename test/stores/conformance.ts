@@ -194,6 +194,8 @@ export interface SuiteOptions {
    * pg_unicode_fast nor ICU): the full-mapping cases are skipped with this reason; the others run.
    */
   readonly simpleCaseMapping?: string
+  /** Why another caller cannot claim a key while a transaction is open (PGlite's one connection waits for it). */
+  readonly transactionsTakeTurns?: string
 }
 
 /** Registers the contract tests; `makeStore` gives a fresh, empty store each time (its caller's test closes nothing: the suite does). */
@@ -539,6 +541,31 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       t.same(await store.transaction(async tx => await tx.claimKey('k1')), { kind: 'free' }, 'a transaction may be the first thing the store does')
       t.same(await store.claimKey('k1'), { kind: 'free' })
       t.same(await store.claimKey('k2'), { kind: 'free' })
+    })
+
+    t.test('a key another transaction holds is busy, unless an answer is kept under it: that one is replayed by both', { skip: options.transactionsTakeTurns ?? false }, async t => {
+      const { store } = await fresh(t, false)
+      await store.transaction(async tx => {
+        await tx.claimKey('done')
+        await tx.keepResponse('done', 'fp', CREATED, inAnHour())
+      })
+      let release = () => {}
+      const held = new Promise<void>(resolve => { release = resolve })
+      const claims: string[] = []
+      let claimed = () => {}
+      const both = new Promise<void>(resolve => { claimed = resolve })
+      const holder = store.transaction(async tx => {
+        claims.push((await tx.claimKey('running')).kind, (await tx.claimKey('done')).kind)
+        claimed()
+        await held
+      })
+      await both
+      t.same(claims, ['free', 'kept'], 'the holder: a first request, and a replay')
+      t.same(await store.claimKey('running'), { kind: 'busy' }, 'a first request still running')
+      t.equal(JSON.stringify(await store.claimKey('done')), keptAs('fp', CREATED), 'a replay running: replayed here as well')
+      release()
+      await holder
+      t.same(await store.claimKey('running'), { kind: 'free' }, 'free once the holder ends with nothing kept')
     })
 
     t.test('a response kept in a transaction is found by later claims exactly as written, with its write', async t => {

@@ -11,5 +11,5 @@ t.teardown(() => db.close())
 let schemas = 0
 const makeStore = async () => await pgliteStore({ db, schema: `suite_${++schemas}` })
 
-storeSuite(t, makeStore)
+storeSuite(t, makeStore, { transactionsTakeTurns: 'PGlite has one connection: a claim waits for the open transaction' })
 agreesWithMemory(t, makeStore)

@@ -20,8 +20,8 @@ function clock (t: Test) {
 function databases () {
   const served: string[] = []
   const state = {
-    /** What pg_current_wal_lsn() answers on the primary. */
-    written: '0/1000',
+    /** What pg_current_wal_lsn() answers on the primary (an Error: what it throws). */
+    written: '0/1000' as string | Error,
     /** What the replica has replayed (null: not in recovery), and its lag in milliseconds. */
     replayed: '0/1000' as string | null,
     lag: 0,
@@ -32,7 +32,10 @@ function databases () {
     closed: false
   }
   const primary: QueryFunction = async text => {
-    if (text.includes('pg_current_wal_lsn')) return [[state.written]]
+    if (text.includes('pg_current_wal_lsn')) {
+      if (state.written instanceof Error) throw state.written
+      return [[state.written]]
+    }
     served.push('primary')
     return [['from primary']]
   }
@@ -84,6 +87,21 @@ t.test('a caller reads the replica until it writes, then the primary until the r
   time.advance(500)
   t.equal(await readAs(router, served, 'ann'), 'primary', 'a stale check is renewed in the background: this read does not wait')
   t.equal(await readAs(router, served, 'ann'), 'replica', 'the renewed check has the write')
+})
+
+t.test('a primary lost right after the commit: the write stands, the writer reads the primary until its position expires', async t => {
+  const time = clock(t)
+  const { primary, replica, state, served } = databases()
+  const router = new ReadRouter(primary, replica, settings())
+  t.teardown(() => router.close())
+  state.written = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
+  await t.resolves(router.wrote('ann'), 'no error for a write that was made')
+  state.replayed = 'FF/0'
+  time.advance(500)
+  await readAs(router, served, 'bob')
+  t.equal(await readAs(router, served, 'ann'), 'primary', 'whatever the replica has replayed')
+  time.advance(5 * 60_000)
+  t.equal(await readAs(router, served, 'ann'), 'replica', 'until the position expires')
 })
 
 t.test('a read server not in recovery (a primary) has every write: callers read it', async t => {
@@ -198,6 +216,7 @@ function fakeRedis () {
       return keys.get(key) ?? null
     },
     async eval (script, count, key, position) {
+      if (failing) throw new Error('Connection is closed.')
       calls.push([count, key, position])
       const current = keys.get(String(key))
       if (current === undefined || current < String(position)) keys.set(String(key), String(position))
@@ -227,13 +246,15 @@ t.test('with Redis, positions are kept there under the schema and a digest of th
   t.equal(await readAs(elsewhere, other.served, 'bob'), 'replica')
 })
 
-t.test('a Redis that cannot be read sends reads to the primary', async t => {
-  const { primary, replica, served } = databases()
+t.test('a Redis that cannot be read sends reads to the primary; one that cannot keep a position fails no write', async t => {
+  const { primary, replica, state, served } = databases()
   const { redis, fail } = fakeRedis()
   const router = new ReadRouter(primary, replica, settings({ redis }))
   t.teardown(() => router.close())
   fail()
   t.equal(await readAs(router, served, 'bob'), 'primary')
+  state.written = '0/2000'
+  await t.resolves(router.wrote('ann'))
 })
 
 t.test('closing waits for a check under way, then closes the replica', async t => {

@@ -5,66 +5,24 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { postgresStore } from '../../lib/stores/sql/index.js'
-import type { PostgresClient, PostgresPool, PostgresStoreOptions } from '../../lib/stores/sql/index.js'
+import type { PostgresStoreOptions } from '../../lib/stores/sql/index.js'
 import { buildSecureApp, createAs } from '../helpers/secure-app.js'
 import { buildApp } from '../helpers/app.js'
 import { AUTHORS, suiteModels } from './conformance.js'
 import { auth } from '../helpers/auth.js'
 import { openPglite } from './pglite-db.js'
+import { fakePool } from './fake-pool.js'
+import type { FakePool } from './fake-pool.js'
 
 const db = await openPglite()
 t.teardown(() => db.close())
 let schemas = 0
 
-interface FakePool extends PostgresPool {
-  /** The statements that reached the database through this pool, checks of the replica and positions left out. */
-  readonly served: string[]
-  ended: boolean
-}
-
-/**
- * A pool whose one connection is the PGlite; `answer` may answer a statement itself. Requests run
- * one at a time in these tests, so the single connection never holds two transactions.
- */
-function fakePool (answer: (text: string) => unknown[][] | undefined = () => undefined): FakePool {
-  const served: string[] = []
-  const run = async (text: string, values: unknown[]) => {
-    const own = answer(text)
-    if (own !== undefined) return { rows: own }
-    served.push(text)
-    return { rows: (await db.query(text, values, { rowMode: 'array' })).rows as unknown[][] }
-  }
-  const client = {
-    query (config: { text: string, values: unknown[] }, callback?: (error: Error | undefined, result: { rows: unknown[][] } | undefined) => void) {
-      const result = run(config.text, config.values)
-      if (callback === undefined) return result
-      result.then(rows => callback(undefined, rows), (error: Error) => callback(error, undefined))
-    },
-    release () {},
-    once () {},
-    removeListener () {}
-  } as unknown as PostgresClient
-  const pool = {
-    served,
-    ended: false,
-    totalCount: 1,
-    idleCount: 1,
-    waitingCount: 0,
-    connect (callback?: (error: Error | undefined, client: PostgresClient, release: () => void) => void) {
-      if (callback === undefined) return Promise.resolve(client)
-      callback(undefined, client, () => {})
-    },
-    on () {},
-    async end () { pool.ended = true }
-  }
-  return pool as unknown as FakePool
-}
-
 /** The primary's write position and the replica's replay, both set by the test. */
 function replication () {
   const positions = { written: '0/1000', replayed: '0/1000' }
-  const primary = fakePool(text => text.includes('pg_current_wal_lsn()') ? [[positions.written]] : undefined)
-  const replica = fakePool(text => text.includes('pg_last_wal_replay_lsn()') ? [[positions.replayed, 0]] : undefined)
+  const primary = fakePool(db, text => text.includes('pg_current_wal_lsn()') ? [[positions.written]] : undefined)
+  const replica = fakePool(db, text => text.includes('pg_last_wal_replay_lsn()') ? [[positions.replayed, 0]] : undefined)
   return { positions, primary, replica }
 }
 
@@ -162,8 +120,8 @@ t.test('postgresStore refuses conflicting or malformed replica options before co
 
 t.test('a store that cannot be opened closes the replica it made, and leaves a given one open', async t => {
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' })
-  const down = fakePool(() => { throw refused })
-  const given = fakePool()
+  const down = fakePool(db, () => { throw refused })
+  const given = fakePool(db)
   await t.rejects(postgresStore({ pool: down, readPool: given }), refused)
   t.equal(given.ended, false)
   // The replica the store made from a URL is ended (it never connected: nothing waits on it).

@@ -55,6 +55,17 @@ export interface PostgresStoreOptions extends SqlStoreOptions {
    */
   readonly queryTimeoutMillis?: number | undefined
   /**
+   * `'transaction'`: the connections come through a transaction-mode pooler (PgBouncer's
+   * `pool_mode = transaction`, what most managed PostgreSQL offers), where consecutive statements
+   * may run on different server connections. The store then keeps no session state: no startup
+   * parameters (a transaction pooler refuses `statement_timeout` there), `SET LOCAL` only inside
+   * its transactions, and no named prepared statements; locks are transaction-scoped either way.
+   * The server-side limit on a statement outside a transaction is then the role's
+   * (`ALTER ROLE … SET statement_timeout`), and the client's `queryTimeoutMillis` + 1 s still
+   * bounds every answer. Default `'none'` (docs/scaling.md).
+   */
+  readonly pooler?: 'none' | 'transaction' | undefined
+  /**
    * A streaming replica for LIST and RETRIEVE (and their expand, include and counts): a pool you
    * own, or a URL the store makes one from (with `poolOptions` too). Writes, transactions,
    * Idempotency-Keys and hooks stay on the primary, and so do a caller's reads until the replica
@@ -101,7 +112,8 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
   if (options.redis !== undefined && typeof (options.redis as { eval?: unknown } | null)?.eval !== 'function') {
     throw new TypeError('postgresStore option redis must be an ioredis client')
   }
-  const { queryTimeoutMillis = 10_000, maxReplicaLagMillis = 10_000, replicaCheckMillis = 500 } = options
+  const { queryTimeoutMillis = 10_000, maxReplicaLagMillis = 10_000, replicaCheckMillis = 500, pooler = 'none' } = options
+  if (pooler !== 'none' && pooler !== 'transaction') throw new TypeError(`postgresStore option pooler must be 'none' or 'transaction', received ${JSON.stringify(pooler)}`)
   for (const [name, value] of Object.entries({ queryTimeoutMillis, maxReplicaLagMillis, replicaCheckMillis })) {
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`postgresStore option ${name} must be a positive integer, received ${String(value)}`)
   }
@@ -110,13 +122,13 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
   const makePool = async (connectionString: string | undefined) => new (await importOptional<typeof import('pg')>('pg', 'postgresStore')).Pool({
     connectionTimeoutMillis: 5000,
     keepAlive: true,
-    statement_timeout: queryTimeoutMillis,
+    ...pooler === 'none' && { statement_timeout: queryTimeoutMillis },
     connectionString,
     ...options.poolOptions
   })
   // The client waits a second longer than statement_timeout (PostgreSQL "Client Connection
   // Defaults"), whose cancel (57014, also a 503) keeps the connection usable.
-  const database = (pool: PostgresPool, owned: boolean) => poolDatabase(pool, owned, queryTimeoutMillis + 1000)
+  const database = (pool: PostgresPool, owned: boolean) => poolDatabase(pool, owned, queryTimeoutMillis + 1000, pooler === 'transaction' ? queryTimeoutMillis : undefined)
   const primary = database(options.pool ?? await makePool(options.connectionString), options.pool === undefined)
   const { readPool, readConnectionString } = options
   const replica = readPool !== undefined ? database(readPool, false) : readConnectionString !== undefined ? database(await makePool(readConnectionString), true) : undefined
@@ -150,7 +162,7 @@ async function openPglite (dataDir: string | undefined): Promise<PgliteInstance>
 
 const sqlKeys = { schema: true, tables: true, migrate: true, retryAfterSeconds: true } as const satisfies Record<keyof SqlStoreOptions, true>
 const replicaKeys = { readPool: true, readConnectionString: true, maxReplicaLagMillis: true, replicaCheckMillis: true, redis: true } as const
-const postgresKeys = knownKeys({ ...sqlKeys, pool: true, connectionString: true, poolOptions: true, queryTimeoutMillis: true, ...replicaKeys } satisfies Record<keyof PostgresStoreOptions, true>)
+const postgresKeys = knownKeys({ ...sqlKeys, pool: true, connectionString: true, poolOptions: true, queryTimeoutMillis: true, pooler: true, ...replicaKeys } satisfies Record<keyof PostgresStoreOptions, true>)
 const pgliteKeys = knownKeys({ ...sqlKeys, db: true, dataDir: true } satisfies Record<keyof PgliteStoreOptions, true>)
 const tableKeys = knownKeys({ table: true, columns: true, versionColumn: true, modifiedAtColumn: true } satisfies Record<keyof TableMapping, true>)
 

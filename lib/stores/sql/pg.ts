@@ -39,8 +39,10 @@ function connectionFailed (error: unknown): boolean {
  * `owned`: the store created the pool, so closing the store ends it. `queryTimeoutMillis`: how
  * long the driver waits for any one answer before it gives up on the connection (a server that
  * stops answering must not hold requests forever: they end in 503, spec "Errors").
+ * `statementTimeoutMillis`: set with `SET LOCAL` in every transaction, for a pool whose
+ * connections carry no session settings (behind a transaction pooler).
  */
-export function poolDatabase (pool: PostgresPool, owned: boolean, queryTimeoutMillis: number): SqlDatabase {
+export function poolDatabase (pool: PostgresPool, owned: boolean, queryTimeoutMillis: number, statementTimeoutMillis?: number): SqlDatabase {
   // An idle client whose server went away emits 'error' on the pool; unhandled, that event would
   // crash the process. The pool drops the client; the next query reconnects or fails with a 503.
   pool.on('error', ignore)
@@ -48,6 +50,8 @@ export function poolDatabase (pool: PostgresPool, owned: boolean, queryTimeoutMi
   // (a 503). Not async: one promise step per query instead of three. It only reads `values`.
   const send = (client: PostgresClient, text: string, values: readonly unknown[] = []) =>
     client.query({ text, values: values as unknown[], rowMode: 'array', query_timeout: queryTimeoutMillis }).then(result => result.rows)
+  // One round trip either way: with no parameters, node-postgres sends both statements as one simple query.
+  const begin = statementTimeoutMillis === undefined ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${statementTimeoutMillis}`
   /**
    * A query outside a transaction: what `pool.query` does (a connection of its own, discarded when
    * anything fails), with the timeout kept here. node-postgres' own query_timeout keeps each
@@ -81,7 +85,7 @@ export function poolDatabase (pool: PostgresPool, owned: boolean, queryTimeoutMi
     async transaction (work) {
       const client = await pool.connect()
       try {
-        await send(client, 'BEGIN')
+        await send(client, begin)
         const result = await work((text, values) => send(client, text, values))
         await send(client, 'COMMIT')
         client.release()

@@ -131,10 +131,16 @@ export class ReadRouter {
     return written === undefined || written <= state.replayed ? this.#onReplica : this.#primary
   }
 
-  /** After `caller`'s write committed on the primary: its reads stay there until the replica has it. */
+  /**
+   * After `caller`'s write committed on the primary: its reads stay there until the replica has it.
+   * Never fails: the write is made, and its answer must say so (a failure here would invite a retry
+   * that writes twice). A primary lost right after the commit leaves the position unknown: the
+   * caller reads the primary until the position expires. A Redis that cannot keep the position
+   * cannot be read either, and reads whose position cannot be read go to the primary.
+   */
   async wrote (caller: string): Promise<void> {
-    const [[lsn]] = await this.#primary('SELECT pg_current_wal_lsn()::text', [])
-    await this.#positions.raise(caller, positionText(String(lsn)))
+    const position = await this.#primary('SELECT pg_current_wal_lsn()::text', []).then(([[lsn]]) => positionText(String(lsn)), () => EVERYTHING)
+    await this.#positions.raise(caller, position).catch(() => {})
   }
 
   /**

@@ -385,12 +385,12 @@ export class SqlStore implements Store {
     if (this.#unprepared === undefined) return await this.transaction(async tx => await tx.claimKey(key))
     const digest = createHash('sha256').update(`fastify-api-conventions idempotency ${this.#settings.schema}\u0000${key}`).digest()
     const [[held]] = await this.#runKeys(sql`SELECT pg_try_advisory_xact_lock(${digest.readInt32BE(0)}::integer, ${digest.readInt32BE(4)}::integer)`)
-    if (held !== true) return BUSY
     // A statement after the lock's: its snapshot sees what the transaction that last held the key
     // committed. (Under REPEATABLE READ it may not; keeping the response over that row is then a
-    // serialization failure, and the transaction runs again.)
+    // serialization failure, and the transaction runs again.) A key held by another transaction
+    // with an answer kept is being replayed there: this request replays it too.
     const rows = await this.#runKeys(sql`SELECT fingerprint, response::text FROM ${this.#keys.ref} WHERE key = ${key}::text AND expires_at > now()`)
-    if (rows.length === 0) return FREE
+    if (rows.length === 0) return held === true ? FREE : BUSY
     const [fingerprint, response] = rows[0] as [string, string]
     return { kind: 'kept', fingerprint, response: JSON.parse(response) as KeptResponse }
   }
