@@ -1,7 +1,7 @@
 // The package as a user meets it (README "Install and compatibility"): packed, installed from the
-// tarball into a new project with TypeScript's strictest settings, its README samples and the user
-// files of fixtures/consumer compiled by the TypeScript this repository pins and by the current
-// 7.x from npm; then run, without any optional package installed.
+// tarball into a new project with TypeScript's strictest settings, the samples of its README and
+// docs/ pages and the user files of fixtures/consumer compiled by the TypeScript this repository
+// pins and by the current 7.x from npm; then run, without any optional package installed.
 import t from 'tap'
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -32,20 +32,42 @@ function typescriptSamples (markdown: string): string[] {
   return [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map(match => match[1])
 }
 
-/** A sample without imports is a fragment: it imports what it uses of readme-context.ts. */
-function asModule (sample: string, context: string): string {
-  if (/^import\b/m.test(sample)) return sample
-  const offered = [...context.matchAll(/^export (?:const|function) (\w+)|^export \{([^}]+)\}/gm)]
+/** How many blocks a reader would take for TypeScript: more than typescriptSamples finds is a sample gone unchecked. */
+function typescriptFences (markdown: string): number {
+  return markdown.split('\n').filter(line => /^\s*(?:```|~~~)\s*(?:ts|typescript|tsx|mts)\b/i.test(line)).length
+}
+
+/**
+ * The sample as a module of the user's project. A program of this repository imports the package
+ * from its source ('../../lib/index.js'); a user imports it by name. A sample opening with a key
+ * (`rules: {`) holds members of an object: the argument of the page context's `resource`.
+ * Whatever the sample uses of the names its page's context file offers, and does not import or
+ * declare itself, it imports from that file.
+ */
+function asModule (sample: string, context: { name: string, text: string } | undefined): string {
+  const code = /^\w+: /.test(sample)
+    ? `resource({\n${sample}})\n`
+    : sample.replaceAll(/ from '(?:\.\.\/)+lib\/index\.js'/g, ' from \'fastify-api-conventions\'')
+  if (context === undefined) return code
+  const offered = [...context.text.matchAll(/^export (?:const|(?:async )?function|interface|type) (\w+)|^export (?:type )?\{([^}]+)\}/gm)]
     .flatMap(([, name, list]) => name !== undefined ? [name] : list.split(',').map(entry => entry.trim().split(/\s+as\s+/).pop() as string))
-  const used = offered.filter(name => new RegExp(`\\b${name}\\b`).test(sample))
-  return `import { ${used.join(', ')} } from './readme-context.js'\n${sample}`
+  const bound = (name: string) => new RegExp(`^import\\b.*\\b${name}\\b|\\b(?:const|let|var|function|class|interface|type) ${name}\\b`, 'm').test(code)
+  const used = offered.filter(name => new RegExp(`\\b${name}\\b`).test(code) && !bound(name))
+  return used.length === 0 ? code : `import { ${used.join(', ')} } from './${context.name}.js'\n${code}`
 }
 
 const work = mkdtempSync(join(tmpdir(), 'api-conventions-consumer-'))
 t.teardown(() => rmSync(work, { recursive: true, force: true }))
 const project = join(work, 'project')
 const fixtures = join(root, 'test/fixtures/consumer')
-const readmeSamples = typescriptSamples(readFileSync(join(root, 'README.md'), 'utf8'))
+
+/** README.md and every page under docs/, each with its samples and the name its files take. */
+const pages = ['README.md', ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' }).filter(path => path.endsWith('.md')).sort().map(path => `docs/${path}`)]
+  .map(path => {
+    const markdown = readFileSync(join(root, path), 'utf8')
+    return { path, name: path.replace(/^docs\//, '').replace(/\.md$/, '').replaceAll('/', '-').toLowerCase(), fences: typescriptFences(markdown), samples: typescriptSamples(markdown) }
+  })
+const readmeSamples = pages[0].samples
 
 t.before(async () => {
   const build = join(work, 'package')
@@ -60,14 +82,29 @@ t.before(async () => {
   // What a user of postgresStore adds; the Node types of the oldest Node the package supports.
   await run('npm', ['install', '--prefer-offline', '--ignore-scripts', join(work, filename), '@types/node@20', 'pg', '@types/pg', 'typescript@7'], { cwd: project, env: npmEnv })
 
-  const context = readFileSync(join(fixtures, 'readme-context.ts'), 'utf8')
-  for (const file of readdirSync(fixtures)) copyFileSync(join(fixtures, file), join(project, 'src', file))
-  readmeSamples.forEach((sample, i) => writeFileSync(join(project, 'src', `readme-${i + 1}.ts`), asModule(sample, context)))
+  const fixtureFiles = readdirSync(fixtures)
+  for (const file of fixtureFiles) copyFileSync(join(fixtures, file), join(project, 'src', file))
+  for (const { name, samples } of pages) {
+    const contextName = `${name}-context`
+    const context = fixtureFiles.includes(`${contextName}.ts`) ? { name: contextName, text: readFileSync(join(fixtures, `${contextName}.ts`), 'utf8') } : undefined
+    samples.forEach((sample, i) => writeFileSync(join(project, 'src', `${name}-${i + 1}.ts`), asModule(sample, context)))
+  }
 })
 
 t.test('the README has TypeScript samples, the quick start among them', async t => {
   t.ok(readmeSamples.length >= 2, `${readmeSamples.length} samples`)
   t.ok(readmeSamples.some(sample => sample.includes('await app.register(apiConventions') && sample.includes('memoryStore()')), 'the quick start')
+})
+
+t.test('every TypeScript block of the README and of docs/ is a file of the compiled project', async t => {
+  const files = readdirSync(join(project, 'src'))
+  for (const { path, name, fences, samples } of pages) {
+    t.equal(samples.length, fences, `${path}: each block that reads as TypeScript is a \`\`\`ts block`)
+    t.equal(files.filter(file => new RegExp(`^${name}-\\d+\\.ts$`).test(file)).length, samples.length, `${path}: ${samples.length} files`)
+  }
+  // README.md and docs/: metrics, rules, security and stores.
+  const withSamples = pages.filter(page => page.samples.length > 0)
+  t.ok(withSamples.length >= 5, `${withSamples.length} pages with samples: ${withSamples.map(page => page.path).join(', ')}`)
 })
 
 /** The compiler's diagnostics, one per line; empty when the project compiles. `command` runs it. */

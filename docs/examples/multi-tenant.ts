@@ -3,7 +3,7 @@
 // follows its tasks in the same transaction as each task write.
 // Run it from the repository: TS_NODE_TRANSPILE_ONLY=1 PORT=3000 node --import @tapjs/typescript/import docs/examples/multi-tenant.ts
 // (an application imports from 'fastify-api-conventions' rather than '../../lib/index.js').
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
@@ -103,7 +103,7 @@ export async function buildApp ({ store = memoryStore() }: { store?: Store } = {
 }
 
 // Run directly rather than imported (by test/docs-rules.test.ts): listen on PORT.
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { PORT = '3000', HOST = '127.0.0.1' } = process.env
   const app = await buildApp()
   console.log(`multi-tenant example listening on ${await app.listen({ port: Number(PORT), host: HOST })}`)
