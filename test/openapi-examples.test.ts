@@ -176,7 +176,14 @@ t.test('exampleOf: each value passes the server\'s validator (Ajv as the plugin 
     'array of anything': { type: 'array', minItems: 1 },
     'a time': { type: 'string', format: 'time' },
     'an unknown format': { type: 'string', format: 'color', minLength: 2 },
-    'a class with an escape': { type: 'string', pattern: '^[\\d]{3}[.]\\w+\\s?-*$' }
+    'a class with an escape': { type: 'string', pattern: '^[\\d]{3}[.]\\w+\\s?-*$' },
+    'a pattern the text meets': { type: 'string', pattern: '^Example' },
+    'a pattern without anchors': { type: 'string', pattern: 'x{2}' },
+    'a pattern ending in a dollar': { type: 'string', pattern: '^a\\$' },
+    'any characters': { type: 'string', pattern: '^.{3}$' },
+    'only null in anyOf': { anyOf: [{ type: 'null' }] },
+    'an object with no properties': { type: 'object' },
+    'an object with none required': { type: 'object', properties: { a: { type: 'integer' } } }
   }
   for (const [what, schema] of Object.entries(schemas)) {
     const value = exampleOf(schema)

@@ -173,19 +173,17 @@ function batchExample (models: readonly ResourceModel[], rulesOf: (model: Resour
   const operations: JsonSchema[] = []
   let pending = models.filter(model => creatable.has(model.name))
   for (let added = true; added;) {
-    const ready = pending.filter(model => [...model.relations.values()].every(relation =>
-      relation.kind === 'many' || !(model.fields.get(relation.field)?.required ?? false) || lids.has(relation.target.name)))
-    for (const model of ready) {
+    added = false
+    for (const model of pending) {
       const data = writeExample(model, rulesOf(model), 'create')?.value as Record<string, unknown> | undefined
-      if (data === undefined) continue
-      for (const relation of model.relations.values()) {
-        if (relation.kind === 'one' && relation.field in data) data[relation.field] = { lid: lids.get(relation.target.name) }
-      }
+      const relations = [...model.relations.values()].filter(relation => relation.kind === 'one' && data !== undefined && relation.field in data)
+      if (data === undefined || !relations.every(relation => lids.has(relation.target.name))) continue
+      for (const relation of relations) data[relation.field] = { lid: lids.get(relation.target.name) }
       lids.set(model.name, model.singular)
       operations.push({ op: 'create', resource: model.name, lid: model.singular, data })
+      added = true
     }
-    pending = pending.filter(model => !ready.includes(model))
-    added = ready.length > 0
+    pending = pending.filter(model => !lids.has(model.name))
   }
   if (operations.length === 0) return undefined
   return { summary: 'Related records created at once', description: 'Each create names its record with a lid, which later operations use for its id.', value: { operations } }
