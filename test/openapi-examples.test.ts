@@ -5,6 +5,8 @@
 // type, format, enum, bounds and simple pattern.
 import t from 'tap'
 import type { Test } from 'tap'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
 import { Type } from '@sinclair/typebox'
 import type { TSchema } from '@sinclair/typebox'
 import { buildDemoApp } from '../demo/app.js'
@@ -16,13 +18,22 @@ import { createAjv } from '../lib/validation.js'
 import { buildApp } from './helpers/app.js'
 import type { FastifyInstance } from 'fastify'
 
+// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+
 type Json = Record<string, any>
 
 const jsonTypes = ['application/json', 'application/merge-patch+json']
 
-/** Each write body's example by `METHOD path`, from the document; every JSON media type of a body must carry the same one. */
+/**
+ * Each write body's example by `METHOD path`, from the document; every JSON media type of a body
+ * must carry the same one, valid against the body's documented schema (JSON Schema 2020-12).
+ */
 async function examplesOf (t: Test, app: FastifyInstance, prefix = '/v1'): Promise<Map<string, Json>> {
   const document = JSON.parse((await app.inject({ url: `${prefix}/openapi.json` })).body)
+  const documented = new Ajv2020({ strict: false, allErrors: true })
+  addFormats(documented)
+  documented.addSchema(document, 'openapi')
   const examples = new Map<string, Json>()
   for (const [path, item] of Object.entries<Json>(document.paths)) {
     for (const [method, operation] of Object.entries<Json>(item)) {
@@ -32,6 +43,9 @@ async function examplesOf (t: Test, app: FastifyInstance, prefix = '/v1'): Promi
       t.ok(found.length > 0 && found.every(example => example !== undefined), `${method} ${path}: an example on each JSON media type`)
       t.same(found.slice(1), found.slice(0, -1), `${method} ${path}: the same on each`)
       t.notOk(content['application/xml']?.examples, `${method} ${path}: none on XML`)
+      const schema = { $ref: `openapi${String(content['application/json'].schema.$ref)}` }
+      const valid = documented.validate(schema, found[0]?.value)
+      t.ok(valid, `${method} ${path}: as documented${valid ? '' : `: ${documented.errorsText()}`}`)
       examples.set(`${method.toUpperCase()} ${path}`, found[0])
     }
   }
