@@ -21,6 +21,7 @@ import { describeXml } from '../formats/xml-shape.js'
 import type { RefResolver, XmlRoot } from '../formats/xml-shape.js'
 import { securitySchemes } from './security-schemes.js'
 import { openApiRouteSchema } from './docs-routes.js'
+import { documentExamples } from './examples.js'
 import type { ModelRules } from '../rules/compile.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
@@ -58,7 +59,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
     refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
     transform: documentRoute,
-    transformObject: document => documentRules(documentXml(documentLinks(document, models, options.links), models), models, rulesOf)
+    transformObject: document => documentExamples(documentRules(documentXml(documentLinks(document, models, options.links), models), models, rulesOf), models, rulesOf)
   })
 
   // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.

@@ -9,7 +9,7 @@ import { errorTable } from '../errors.js'
 import type { SchemaOptions } from './route-schema.js'
 
 /** Shared component names (`$id`s) beside the per-resource ones of registry/derive.ts. */
-export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope' } as const
+export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope', batch: 'Batch' } as const
 
 // Request headers of the spec that every operation accepts. Request headers carry no `examples`:
 // a console (the docs page) would send them as prefilled values, a stale Date or a reused key.

@@ -14,7 +14,7 @@ import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
 import { lidSchema, localIdSchema } from './batch.js'
 import type { RouteContext } from './context.js'
-import { idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
+import { componentNames, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
 export interface SchemaOptions {
@@ -426,7 +426,7 @@ export function batchRouteSchema (models: readonly ResourceModel[], served: (mod
     headers: requestHeaders(options.idempotency ? idempotencyKeyHeader : {}),
     // Validated by the handler (routes/batch.ts), which names each operation's problems; this is the documented shape.
     documentedBody: {
-      $id: 'Batch',
+      $id: componentNames.batch,
       type: 'object',
       properties: { operations: { type: 'array', minItems: 1, maxItems: maxOperations, items: { oneOf: branches } } },
       required: ['operations'],
