@@ -5,6 +5,8 @@ import type { PostgresClient, PostgresPool } from '../../lib/stores/sql/index.js
 export interface FakePool extends PostgresPool {
   /** The statements that reached the database through this pool, checks of the replica and positions left out. */
   readonly served: string[]
+  /** The name each statement was sent under (undefined: unnamed), in order. */
+  readonly names: Array<string | undefined>
   ended: boolean
 }
 
@@ -14,6 +16,7 @@ export interface FakePool extends PostgresPool {
  */
 export function fakePool (db: PGlite, answer: (text: string) => unknown[][] | undefined = () => undefined): FakePool {
   const served: string[] = []
+  const names: Array<string | undefined> = []
   const run = async (text: string, values: unknown[]) => {
     const own = answer(text)
     if (own !== undefined) return { rows: own }
@@ -26,7 +29,8 @@ export function fakePool (db: PGlite, answer: (text: string) => unknown[][] | un
     return { rows: (await db.query(text, values, { rowMode: 'array' })).rows as unknown[][] }
   }
   const client = {
-    query (config: { text: string, values: unknown[] }, callback?: (error: Error | undefined, result: { rows: unknown[][] } | undefined) => void) {
+    query (config: { text: string, values: unknown[], name?: string }, callback?: (error: Error | undefined, result: { rows: unknown[][] } | undefined) => void) {
+      names.push(config.name)
       const result = run(config.text, config.values)
       if (callback === undefined) return result
       result.then(rows => callback(undefined, rows), (error: Error) => callback(error, undefined))
@@ -37,6 +41,7 @@ export function fakePool (db: PGlite, answer: (text: string) => unknown[][] | un
   } as unknown as PostgresClient
   const pool = {
     served,
+    names,
     ended: false,
     totalCount: 1,
     idleCount: 1,

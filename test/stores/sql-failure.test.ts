@@ -92,7 +92,9 @@ t.test('a connection without a current schema needs the schema option; the store
 t.test('the pg Pool adapter: queries, upgrades in a transaction, rollback, pool errors, ownership (PGlite behind node-postgres)', async t => {
   const pool = new pg.Pool(createPgConfig(db))
   t.teardown(() => pool.end())
-  const store = await postgresStore({ pool, schema: 'failure_pool' })
+  // PGlite serves every connection in its one session, as a pooler would: named statements of
+  // two connections would meet there.
+  const store = await postgresStore({ pool, schema: 'failure_pool', pooler: 'transaction' })
   const { authors, books } = suiteModels(store)
   await store.create(authors, { id: 'a', name: 'A', born: '2000-02-29', country: null })
   await store.create(books, { id: 'b', title: 'B', authorId: 'a', editorId: null, year: 1, rating: null, published: null, meta: { x: [1] } })
@@ -105,12 +107,12 @@ t.test('the pg Pool adapter: queries, upgrades in a transaction, rollback, pool 
   t.same((await pool.query('SELECT 1 AS one')).rows, [{ one: 1 }], 'a given pool is not ended')
 
   await db.exec("CREATE SCHEMA failure_rollback; CREATE VIEW failure_rollback.books AS SELECT 'x'::text AS id WHERE false")
-  const failing = await postgresStore({ pool, schema: 'failure_rollback' })
+  const failing = await postgresStore({ pool, schema: 'failure_rollback', pooler: 'transaction' })
   const models = suiteModels(failing)
   await t.rejects(failing.list(models.authors, listQuery(models.authors)))
   t.same((await db.query("SELECT tablename FROM pg_tables WHERE schemaname = 'failure_rollback'")).rows, [], 'rolled back')
 
-  const owned = await postgresStore({ poolOptions: createPgConfig(db) as pg.PoolConfig, schema: 'failure_pool' })
+  const owned = await postgresStore({ poolOptions: createPgConfig(db) as pg.PoolConfig, schema: 'failure_pool', pooler: 'transaction' })
   t.equal((await owned.get(authors, 'a'))?.data.name, 'A')
   await owned.close()
   t.same((await db.query('SELECT 1 AS one')).rows, [{ one: 1 }], 'ending its own pool leaves PGlite alone')
@@ -135,7 +137,7 @@ t.test('the demo store with DATABASE_READ_URL logs both URLs without passwords; 
   const config = loadConfig({ DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/db', DATABASE_READ_URL: 'postgres://reader:hidden@127.0.0.1:2/db' })
   await t.rejects(createDemoStore(config, log),
     { name: 'ConfigError', setting: 'DATABASE_URL', message: /^Invalid setting DATABASE_URL: cannot connect to postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/db / })
-  t.same(logged, [[{ url: 'postgres://app:***@127.0.0.1:1/db', readUrl: 'postgres://reader:***@127.0.0.1:2/db' }, 'store: PostgreSQL, reads on the replica at readUrl']])
+  t.same(logged, [[{ url: 'postgres://app:***@127.0.0.1:1/db', readUrl: 'postgres://reader:***@127.0.0.1:2/db', pooler: 'none' }, 'store: PostgreSQL, reads on the replica at readUrl']])
 })
 
 t.test('npm start with an unreachable DATABASE_URL fails with one line naming it', async t => {

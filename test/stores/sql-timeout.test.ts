@@ -86,10 +86,11 @@ const queryTimeoutMillis = 200
 const poolOptions = { max: 1, connectionTimeoutMillis: 2000 }
 const bound = 2000 + 2000
 
-function timeoutSuite (t: Tap, relay: () => Promise<Relay>, schema: (base: string) => string): void {
+/** `sessions`: what the store is told of the server's sessions (PGlite has one, shared by every connection, as behind a pooler). */
+function timeoutSuite (t: Tap, relay: () => Promise<Relay>, schema: (base: string) => string, sessions: { pooler?: 'transaction' } = {}): void {
   t.test('a database that stops answering: every request is 503 with Retry-After within the timeout, then recovers', async t => {
     const { url, silence } = await relay()
-    const store = await postgresStore({ connectionString: url, schema: schema('timeout_stalled'), queryTimeoutMillis, retryAfterSeconds: 4, poolOptions })
+    const store = await postgresStore({ connectionString: url, schema: schema('timeout_stalled'), queryTimeoutMillis, retryAfterSeconds: 4, poolOptions, ...sessions })
     const app = await buildApp(t, { store })
     const author = await create(app, 'authors', { name: 'Pat' })
     silence(true)
@@ -117,7 +118,7 @@ function timeoutSuite (t: Tap, relay: () => Promise<Relay>, schema: (base: strin
   t.test('an upgrade whose database stops answering is 503, bounded, and done by the next use', async t => {
     const { url, silence } = await relay()
     // Opening leaves one idle connection in the pool: the upgrade's BEGIN goes out on it and is never answered.
-    const store = await postgresStore({ connectionString: url, schema: schema('timeout_upgrade'), queryTimeoutMillis, poolOptions })
+    const store = await postgresStore({ connectionString: url, schema: schema('timeout_upgrade'), queryTimeoutMillis, poolOptions, ...sessions })
     t.teardown(() => store.close())
     const { books } = suiteModels(store)
     silence(true)
@@ -131,7 +132,7 @@ function timeoutSuite (t: Tap, relay: () => Promise<Relay>, schema: (base: strin
 
 const db = await openPglite()
 t.teardown(() => db.close())
-t.test('through PGlite', async t => timeoutSuite(t, async () => await pgliteRelay(t, db), base => base))
+t.test('through PGlite', async t => timeoutSuite(t, async () => await pgliteRelay(t, db), base => base, { pooler: 'transaction' }))
 
 const connectionString = process.env.DATABASE_URL
 t.test('through PostgreSQL', { skip: connectionString === undefined ? 'DATABASE_URL is not set (the PGlite run covers the same cases)' : false }, async t => {

@@ -100,7 +100,7 @@ t.test('factory options are checked before anything connects', async t => {
 t.test('unknown factory options are refused before anything connects, naming the key meant', async t => {
   const cases: ReadonlyArray<readonly [Promise<unknown>, string]> = [
     [postgresStore({ conectionString: 'postgres://x@127.0.0.1/y' } as never), 'postgresStore.conectionString is not a known key; did you mean "connectionString"?'],
-    [postgresStore({ dataDir: '/tmp/x' } as never), 'postgresStore.dataDir is not a known key; known: schema, tables, migrate, retryAfterSeconds, pool, connectionString, poolOptions, queryTimeoutMillis, readPool, readConnectionString, maxReplicaLagMillis, replicaCheckMillis, redis'],
+    [postgresStore({ dataDir: '/tmp/x' } as never), 'postgresStore.dataDir is not a known key; known: schema, tables, migrate, retryAfterSeconds, pool, connectionString, poolOptions, queryTimeoutMillis, pooler, readPool, readConnectionString, maxReplicaLagMillis, replicaCheckMillis, redis'],
     [pgliteStore({ dataDIR: '/nonexistent' } as never), 'pgliteStore.dataDIR is not a known key; did you mean "dataDir"?'],
     [pgliteStore({ dataDir: '/nonexistent', tables: { books: { colums: {} } } } as never), 'pgliteStore.tables.books.colums is not a known key; did you mean "columns"?'],
     [postgresStore({ tables: { books: null } } as never), 'postgresStore.tables.books must be an object { table?, columns?, versionColumn?, modifiedAtColumn? }, received null'],

@@ -128,7 +128,7 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
   })
   // The client waits a second longer than statement_timeout (PostgreSQL "Client Connection
   // Defaults"), whose cancel (57014, also a 503) keeps the connection usable.
-  const database = (pool: PostgresPool, owned: boolean) => poolDatabase(pool, owned, queryTimeoutMillis + 1000, pooler === 'transaction' ? queryTimeoutMillis : undefined)
+  const database = (pool: PostgresPool, owned: boolean) => poolDatabase(pool, owned, queryTimeoutMillis + 1000, pooler === 'transaction' ? { statementTimeoutMillis: queryTimeoutMillis } : undefined)
   const primary = database(options.pool ?? await makePool(options.connectionString), options.pool === undefined)
   const { readPool, readConnectionString } = options
   const replica = readPool !== undefined ? database(readPool, false) : readConnectionString !== undefined ? database(await makePool(readConnectionString), true) : undefined
