@@ -40,7 +40,10 @@ export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<Ap
       apiKeys: config.apiKeys.size > 0 ? principals('key', config.apiKeys) : undefined,
       authorize: ({ principal, method }) => principal.right !== 'read' || readMethods.has(method)
     }),
-    cors: { origins: config.allowedOrigins },
+    // The docs page's console sends its requests from the demo's own origin (a browser sends Origin
+    // on a same-origin POST): accepted besides ALLOWED_ORIGINS, so "Test Request" works wherever
+    // the demo is reached. Harmless without a token, which no page holds unless its user types it.
+    cors: { origins: config.allowedOrigins, ownOrigin: true },
     rateLimit: { max: config.rateLimitMax, timeWindow: config.rateLimitWindow, redis }
   }
 }

@@ -2,8 +2,8 @@
 // Chromium with no console errors, offline (every request stays on the server), and shows the API's
 // title; as a console, its "Test Request" creates a record from the page with the body the console
 // prefills from the document's example, unchanged, then lists and retrieves it: from its own origin,
-// listed in ALLOWED_ORIGINS as the demo's default lists http://localhost:8080 (a browser sends Origin
-// on a same-origin POST too).
+// which the demo accepts besides ALLOWED_ORIGINS (a browser sends Origin on a same-origin POST too),
+// with ALLOWED_ORIGINS left at its default.
 import { existsSync } from 'node:fs'
 import { createServer } from 'node:net'
 import t from 'tap'
@@ -27,7 +27,7 @@ async function freePort (): Promise<number> {
   return port
 }
 
-/** Chromium on the demo (memory store) on a free port, its origin allowed: its origin and the browser. */
+/** Chromium on the demo (memory store, default ALLOWED_ORIGINS) on a free port: its origin and the browser. */
 async function demoInBrowser (t: Test) {
   const browser = await chromium.launch({
     executablePath,
@@ -36,7 +36,7 @@ async function demoInBrowser (t: Test) {
   t.teardown(() => browser.close())
   const port = await freePort()
   const origin = `http://127.0.0.1:${port}`
-  const app = await buildDemoApp(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length', ALLOWED_ORIGINS: origin }))
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length' }))
   t.teardown(() => app.close())
   await app.listen({ host: '127.0.0.1', port })
   return { browser, origin }
