@@ -121,6 +121,42 @@ export async function createMetrics (options: MetricsOptions = {}): Promise<Metr
     }
   })
 
+  /** The replica pools' last check: the largest lag and whether any serves reads, per pool name. */
+  const replicas = () => {
+    const byName = new Map<string, { lagMillis: number | undefined, usable: boolean }>()
+    for (const store of watched) {
+      for (const [name, { lagMillis, usable }] of Object.entries(store.poolStats?.() ?? {}) as Array<[string, PoolStats]>) {
+        if (usable === undefined) continue
+        const seen = byName.get(name)
+        const lags = [lagMillis, seen?.lagMillis].filter(lag => lag !== undefined)
+        byName.set(name, { lagMillis: lags.length === 0 ? undefined : Math.max(...lags), usable: usable || (seen?.usable ?? false) })
+      }
+    }
+    return byName
+  }
+  // eslint-disable-next-line no-new
+  new prom.Gauge({
+    name: 'api_store_replica_lag_seconds',
+    help: 'How far each read replica was behind at its last check; absent while it cannot be reached.',
+    labelNames: ['pool'],
+    registers,
+    collect () {
+      this.reset()
+      for (const [pool, { lagMillis }] of replicas()) if (lagMillis !== undefined) this.set({ pool }, lagMillis / 1000)
+    }
+  })
+  // eslint-disable-next-line no-new
+  new prom.Gauge({
+    name: 'api_store_replica_usable',
+    help: '1 while reads go to the replica; 0 while it is down or lags beyond maxReplicaLagMillis (reads go to the primary).',
+    labelNames: ['pool'],
+    registers,
+    collect () {
+      this.reset()
+      for (const [pool, { usable }] of replicas()) this.set({ pool }, usable ? 1 : 0)
+    }
+  })
+
   const collector: MetricsCollector = {
     observerFor (route) {
       // The path template (`/v1/books/:id`), never the URL: one series per route, and no ids or queries in labels.

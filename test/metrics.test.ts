@@ -95,6 +95,22 @@ if (!installed('prom-client')) {
     t.equal(sample(closed, 'api_store_pool_waiting{pool="replica"}'), undefined)
   })
 
+  t.test('replicas: their lag at the last check and whether reads go to them, the largest lag over stores', async t => {
+    const metrics = await createMetrics()
+    const replica = (lagMillis: number | undefined, usable: boolean) => ({ total: 1, idle: 1, waiting: 0, lagMillis, usable })
+    await buildApp(t, { store: { ...memoryStore(), poolStats: () => ({ primary: { total: 1, idle: 1, waiting: 0 }, replica: replica(250, true) }) }, metrics })
+    await buildApp(t, { store: { ...memoryStore(), poolStats: () => ({ replica: replica(12_000, false) }) }, metrics })
+    let text = await metrics.registry.metrics()
+    t.equal(sample(text, 'api_store_replica_lag_seconds{pool="replica"}'), 12)
+    t.equal(sample(text, 'api_store_replica_usable{pool="replica"}'), 1, 'reads go to one of them')
+    t.equal(sample(text, 'api_store_replica_usable{pool="primary"}'), undefined, 'a primary has no such gauge')
+    const down = await createMetrics()
+    await buildApp(t, { store: { ...memoryStore(), poolStats: () => ({ replica: replica(undefined, false) }) }, metrics: down })
+    text = await down.registry.metrics()
+    t.equal(sample(text, 'api_store_replica_lag_seconds{pool="replica"}'), undefined, 'no lag for a replica that cannot be reached')
+    t.equal(sample(text, 'api_store_replica_usable{pool="replica"}'), 0)
+  })
+
   t.test('two stores\' pools of one name are summed', async t => {
     const pool = { total: 2, idle: 1, waiting: 1 }
     const metrics = await createMetrics()

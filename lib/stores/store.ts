@@ -118,4 +118,8 @@ export interface PoolStats {
   readonly idle: number
   /** Requests waiting for a connection: the pool is exhausted while this is above 0. */
   readonly waiting: number
+  /** A replica's pool: how far it was behind at its last check, in milliseconds; undefined while it cannot be reached. */
+  readonly lagMillis?: number | undefined
+  /** A replica's pool: whether reads go to it (reachable, and within the lag bound). */
+  readonly usable?: boolean | undefined
 }

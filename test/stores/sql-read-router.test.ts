@@ -257,6 +257,23 @@ t.test('a Redis that cannot be read sends reads to the primary; one that cannot 
   await t.resolves(router.wrote('ann'))
 })
 
+t.test('the replica\'s pool is reported with what its last check found', async t => {
+  const { primary, replica, state } = databases()
+  t.equal(new ReadRouter(primary, replica, settings()).poolStats(), undefined, 'a replica without a pool reports none')
+  const pooled = { ...replica, poolStats: () => ({ total: 2, idle: 1, waiting: 0 }) }
+  state.lag = 300
+  const router = new ReadRouter(primary, pooled, settings())
+  t.teardown(() => router.close())
+  t.same(router.poolStats(), { total: 2, idle: 1, waiting: 0, lagMillis: undefined, usable: false }, 'before the first check: not in use')
+  await router.queryFor('ann')
+  t.same(router.poolStats(), { total: 2, idle: 1, waiting: 0, lagMillis: 300, usable: true })
+  state.checkFails = true
+  clock(t).advance(500)
+  await router.queryFor('ann')
+  await router.queryFor('ann')
+  t.same(router.poolStats(), { total: 2, idle: 1, waiting: 0, lagMillis: undefined, usable: false }, 'down')
+})
+
 t.test('closing waits for a check under way, then closes the replica', async t => {
   const { primary, replica, state } = databases()
   const router = new ReadRouter(primary, replica, settings())

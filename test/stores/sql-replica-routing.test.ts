@@ -118,6 +118,12 @@ t.test('postgresStore refuses conflicting or malformed replica options before co
   t.same([primary.served, replica.served], [[], []], 'nothing was sent')
 })
 
+t.test('the store reports both pools, the replica with its lag and use', async t => {
+  const { store } = await replicatedStore(t)
+  t.equal(await store.get(suiteModels(store).authors, 'none'), null, 'a read, after the first check')
+  t.same(store.poolStats?.(), { primary: { total: 1, idle: 1, waiting: 0 }, replica: { total: 1, idle: 1, waiting: 0, lagMillis: 0, usable: true } })
+})
+
 t.test('a store that cannot be opened closes the replica it made, and leaves a given one open', async t => {
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' })
   const down = fakePool(db, () => { throw refused })

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto'
 import { isUnavailable } from './store.js'
 import type { QueryFunction, SqlDatabase } from './store.js'
+import type { PoolStats } from '../store.js'
 
 /** The part of an ioredis client (`new Redis(…)`) the positions use. Declared here so that the package's types need no `ioredis`. */
 export interface PositionsRedis {
@@ -76,6 +77,8 @@ interface ReplicaState {
   readonly usable: boolean
   /** What it has replayed, as positionText. */
   readonly replayed: string
+  /** How far behind it was, in milliseconds; undefined when it could not be reached. */
+  readonly lagMillis: number | undefined
   readonly checkedAt: number
 }
 
@@ -114,7 +117,7 @@ export class ReadRouter {
     this.#positions = settings.redis === undefined ? memoryPositions() : redisPositions(settings.redis, `api-conventions-wal:${settings.schema}:`)
     this.#onReplica = (text, values) => replica.query(text, values).catch((error: unknown) => {
       const { code } = error as { code?: unknown }
-      if (isUnavailable(error)) this.#state = { usable: false, replayed: '', checkedAt: Date.now() }
+      if (isUnavailable(error)) this.#state = { usable: false, replayed: '', lagMillis: undefined, checkedAt: Date.now() }
       else if (typeof code !== 'string' || !notYetReplayed.has(code)) throw error
       // Reads are safe to run again: this one costs the caller no failed request.
       return primary(text, values)
@@ -157,13 +160,19 @@ export class ReadRouter {
   #check (): Promise<ReplicaState> {
     this.#checking ??= this.#replica.query(CHECK, []).then(([[lsn, lag]]) => {
       const replayed = lsn === null ? EVERYTHING : positionText(String(lsn))
-      return { usable: Number(lag) <= this.#settings.maxLagMillis, replayed, checkedAt: Date.now() }
-    }, () => ({ usable: false, replayed: '', checkedAt: Date.now() })).then(state => {
+      return { usable: Number(lag) <= this.#settings.maxLagMillis, replayed, lagMillis: Number(lag), checkedAt: Date.now() }
+    }, () => ({ usable: false, replayed: '', lagMillis: undefined, checkedAt: Date.now() })).then(state => {
       this.#state = state
       this.#checking = undefined
       return state
     })
     return this.#checking
+  }
+
+  /** The replica's pool, with what the last check found (read when metrics are scraped). */
+  poolStats (): PoolStats | undefined {
+    const stats = this.#replica.poolStats?.()
+    return stats === undefined ? undefined : { ...stats, lagMillis: this.#state?.lagMillis, usable: this.#state?.usable ?? false }
   }
 
   async close (): Promise<void> {

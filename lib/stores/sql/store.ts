@@ -455,7 +455,8 @@ export class SqlStore implements Store {
   }
 
   poolStats (): Readonly<Record<string, PoolStats>> {
-    return this.#db.poolStats === undefined ? {} : { primary: this.#db.poolStats() }
+    const replica = this.#reads?.poolStats()
+    return { ...this.#db.poolStats !== undefined && { primary: this.#db.poolStats() }, ...replica !== undefined && { replica } }
   }
 
   /** A transaction's store closes nothing: the store that began it owns the database. */
