@@ -3,7 +3,7 @@
 // request before a route's own, so the steps only some routes take (`routeSteps`) come after the
 // others of their phase. Adding a step is one line here plus its module.
 import type { FastifyInstance, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler, preValidationHookHandler, RouteOptions } from 'fastify'
-import { enterCallerScope, reenterCallerScope, routesReadsByCaller } from './caller-scope.js'
+import { enterRequestScope, routesReadsByCaller } from './request-scope.js'
 import type { ResolvedOptions } from './options.js'
 import type { ResourceModel } from './registry/model.js'
 import { namesRecord, refuseEmptyId, routeSpecIn } from './routes/table.js'
@@ -53,7 +53,6 @@ export interface Pipeline {
   /** Every request's first steps, run as one onRequest hook (security/edge.ts). */
   readonly edge: ReadonlyArray<Step<EdgeStep | undefined>>
   readonly preParsing: ReadonlyArray<Step<preParsingHookHandler>>
-  readonly preValidation: ReadonlyArray<Step<preValidationHookHandler>>
   readonly onSend: ReadonlyArray<Step<onSendHookHandler>>
   /** Added to the routes that need them, after the steps above of their phase. */
   readonly routeSteps: readonly RouteStep[]
@@ -68,8 +67,8 @@ const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method
 export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext, storeTiming: StoreTiming | null = null): Pipeline {
   const headers = createHeaderHooks(options, options.deprecation)
   const formats = createResponseFormats(app, models)
-  // Only for a store that asks: a scope around every request has a cost on each of its promises.
-  const callerScoped = routesReadsByCaller(models.map(context.storeOf))
+  // Only when read: by a store that routes by caller, or by Server-Timing's clock.
+  const requestScoped = storeTiming !== null || routesReadsByCaller(models.map(context.storeOf))
   return {
     requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null], [kCaller, null], [kKeyedTransaction, null], [kStoreTime, null]],
     parsers: [jsonParser(app), ...formatParsers],
@@ -90,12 +89,8 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
       { name: 'accept', run: createAcceptCheck(formats) }
     ],
     preParsing: [
-      { name: 'requestHeaders', run: checkRequestHeaders },
-      // Before the route's steps (authorization reads the record): the store reads as the caller.
-      ...callerScoped ? [{ name: 'callerScope', run: enterCallerScope }] : []
+      { name: 'requestHeaders', run: checkRequestHeaders }
     ],
-    // Reading the body leaves the scope (the stream's events run outside it): back in, before the handler.
-    preValidation: callerScoped ? [{ name: 'callerScopeAfterBody', run: reenterCallerScope }] : [],
     onSend: [
       { name: 'routeHeaders', run: headers.setRouteHeaders },
       ...(storeTiming === null ? [] : [{ name: 'serverTiming', run: storeTiming.setHeader }])
@@ -106,7 +101,7 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
       { name: 'contentType', phase: 'onRequest', hookFor: (_route, spec) => spec === undefined || spec.bodyTypes.length === 0 ? undefined : requireBodyType(spec.bodyTypes) },
       { name: 'charset', phase: 'onRequest', hookFor: route => mayHaveBody(route) ? checkCharset : undefined },
       // Before authorization, which may read the record: the store calls after it are the request's.
-      { name: 'storeClock', phase: 'onRequest', hookFor: () => storeTiming?.enter },
+      { name: 'requestScope', phase: 'onRequest', hookFor: () => requestScoped ? enterRequestScope : undefined },
       // Before the body is read: a refused caller's body is never parsed.
       { name: 'authorization', phase: 'preParsing', hookFor: authorizationFor(options) },
       { name: 'storableText', phase: 'preValidation', hookFor: route => mayHaveBody(route) ? checkStorableText : undefined },
@@ -136,7 +131,6 @@ export function installPipeline (app: FastifyInstance, pipeline: Pipeline) {
   })
   app.addHook('onRequest', edgeHook(pipeline.edge.flatMap(step => step.run === undefined ? [] : [step.run])))
   for (const step of pipeline.preParsing) app.addHook('preParsing', step.run)
-  for (const step of pipeline.preValidation) app.addHook('preValidation', step.run)
   for (const step of pipeline.onSend) app.addHook('onSend', step.run)
 }
 

@@ -1,9 +1,9 @@
 // Server-Timing (W3C Server Timing) with the time a request spent on its store: `store;dur=1.2`,
 // in milliseconds, on every answer of the API when the `serverTiming` option is on. Off, nothing
 // here runs: no hook is added and the stores are not wrapped.
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { performance } from 'node:perf_hooks'
-import type { FastifyReply, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify'
+import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify'
+import { currentRequest } from './stores/caller.js'
 import type { Store } from './stores/store.js'
 import type { StoreOf } from './routes/stores.js'
 import { kStoreTime } from './symbols.js'
@@ -23,8 +23,6 @@ const timedCalls = ['list', 'get', 'getMany', 'create', 'update', 'remove', 'tra
 const untimedCalls = ['purgeKeys', 'prepare', 'poolStats', 'close'] as const
 
 export interface StoreTiming {
-  /** Route onRequest hook: the steps after it count their store calls in the request's clock. */
-  readonly enter: onRequestHookHandler
   /** The stores the routes use, each wrapped once so that its calls are timed. */
   readonly timedStores: (storeOf: StoreOf) => StoreOf
   /** onSend: the Server-Timing field. */
@@ -32,27 +30,20 @@ export interface StoreTiming {
 }
 
 /**
- * The handlers hold their store from registration, so a call finds its request through
- * AsyncLocalStorage: entered at onRequest, it reaches the handler also past a body that arrives
- * later, since Fastify's body parser resumes in the context it was called in.
+ * The handlers hold their store from registration, so a call finds its request through the
+ * request scope (request-scope.ts), which the pipeline enters while Server-Timing is on.
  */
 export function createStoreTiming (): StoreTiming {
-  const current = new AsyncLocalStorage<StoreClock>()
   const wrapped = new Map<Store, Store>()
   const timed = (store: Store): Store => {
     let wrapper = wrapped.get(store)
     if (wrapper === undefined) {
-      wrapper = timedStore(store, current)
+      wrapper = timedStore(store)
       wrapped.set(store, wrapper)
     }
     return wrapper
   }
   return {
-    enter: function enterStoreClock (request, _reply, done) {
-      const holder = request as unknown as TimedRequest
-      const clock = holder[kStoreTime] ??= { pending: 0, since: 0, millis: 0 }
-      current.run(clock, done)
-    },
     timedStores: storeOf => model => timed(storeOf(model)),
     setHeader: function setServerTiming (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) {
       // A request refused before its route's steps (401, 429) never waited on the store.
@@ -63,18 +54,19 @@ export function createStoreTiming (): StoreTiming {
   }
 }
 
-function timedStore (store: Store, current: AsyncLocalStorage<StoreClock>): Store {
+function timedStore (store: Store): Store {
   // Every call is made on the store itself, which may keep private fields.
   const wrapper: Record<string, unknown> = {}
   for (const name of untimedCalls) wrapper[name] = store[name]?.bind(store)
-  // Not a call: the plugin reads it from the wrapper to decide on the caller scope (caller-scope.ts).
+  // Not a call: the plugin reads it from the wrapper to decide on the request scope (request-scope.ts).
   wrapper.routesReadsByCaller = store.routesReadsByCaller
   for (const name of timedCalls) {
     const call = store[name] as (...args: unknown[]) => Promise<unknown>
     wrapper[name] = (...args: unknown[]) => {
-      const clock = current.getStore()
+      const request = currentRequest() as unknown as TimedRequest | undefined
       // Outside a request (start-up, the purge of expired keys): nothing to time.
-      if (clock === undefined) return call.apply(store, args)
+      if (request === undefined) return call.apply(store, args)
+      const clock = request[kStoreTime] ??= { pending: 0, since: 0, millis: 0 }
       if (clock.pending++ === 0) clock.since = performance.now()
       return call.apply(store, args).finally(() => {
         if (--clock.pending === 0) clock.millis += performance.now() - clock.since

@@ -1,18 +1,24 @@
-// Who a store call is made for, for stores that route reads by caller (read replicas with
-// read-your-writes, docs/stores.md "Read replicas"). The plugin runs each request's hooks and
-// handler in a scope holding the request; such a store asks `currentCaller()` when it reads and
-// when it writes. One mechanism, and the Store contract's calls keep their signatures.
+// The request a store call is made for. The plugin runs each request's route steps and handler in
+// a scope holding the request (request-scope.ts), when something needs it: stores that route reads
+// by caller (read replicas with read-your-writes, docs/stores.md "Read replicas") ask
+// `currentCaller()` when they read and when they write; Server-Timing finds the request's clock.
+// One mechanism, and the Store contract's calls keep their signatures.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { kCaller } from '../symbols.js'
 
 /** What a scope holds: the request, whose caller admission sets once the credentials hold. */
-export interface CallerHolder { readonly [kCaller]: string | null, readonly method: string }
+export interface ScopedRequest { readonly [kCaller]: string | null, readonly method: string }
 
-const scopes = new AsyncLocalStorage<CallerHolder>()
+const scopes = new AsyncLocalStorage<ScopedRequest>()
 
-/** Runs `work` (and everything it starts) as `holder`'s caller. */
-export function inCallerScope<T> (holder: CallerHolder, work: () => T): T {
-  return scopes.run(holder, work)
+/** Runs `work` (and everything it starts, a body read later included) for `request`. */
+export function inRequestScope<T> (request: ScopedRequest, work: () => T): T {
+  return scopes.run(request, work)
+}
+
+/** The request being served, or undefined outside any (start-up, host code, background work). */
+export function currentRequest (): ScopedRequest | undefined {
+  return scopes.getStore()
 }
 
 /**
