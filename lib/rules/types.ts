@@ -24,7 +24,7 @@ export interface ResourceRules<T, P> {
   readonly read?: RowRule<P> | undefined
   /** Among the visible records, those a caller may change (REPLACE, MODIFY, DELETE: else 403) and create. Default: all. */
   readonly write?: RowRule<P> | undefined
-  readonly fields?: { readonly [K in keyof T]?: FieldRule<P> } | undefined
+  readonly fields?: { readonly [K in Extract<keyof T, string>]?: FieldRule<P> } | undefined
 }
 
 export interface ServerValueContext<T, P> {
