@@ -45,6 +45,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
       singleResource: options.singleResource,
       links: options.links,
       totalAtRoot: options.totalAtRoot,
+      lastLink: options.lastLink,
       cursor: createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds })
     },
     query: { cursor: createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds }), defaultPaging: options.paging },

@@ -34,6 +34,11 @@ export interface ApiConventionsOptions {
   readonly links?: 'array' | 'object' | undefined
   /** Also put `total` at the root of a collection response, as the spec's text does (it is always in `meta`). */
   readonly totalAtRoot?: boolean | undefined
+  /**
+   * `false`: list pages carry no `last` link, which the spec lets a server omit ("Page links" 3):
+   * about 150 bytes less on a token page, and no end token to seal. Default true.
+   */
+  readonly lastLink?: boolean | undefined
   /** Paging used when a request names none: `token` (default, keyset) or `offset`. */
   readonly paging?: 'token' | 'offset' | undefined
   /** Key(s) for continuation tokens, newest first; instances sharing a store must share them. Default: random per process. */
@@ -90,6 +95,7 @@ export interface ResolvedOptions {
   readonly singleResource: 'nested' | 'flat'
   readonly links: 'array' | 'object'
   readonly totalAtRoot: boolean
+  readonly lastLink: boolean
   readonly paging: 'token' | 'offset'
   readonly cursorSecrets: readonly string[]
   /** True when no secret was configured and a random one is in use. */
@@ -123,6 +129,7 @@ const optionKeys = knownKeys({
   singleResource: true,
   links: true,
   totalAtRoot: true,
+  lastLink: true,
   paging: true,
   cursorSecret: true,
   cursorTtlSeconds: true,
@@ -167,9 +174,10 @@ function oneOf<T extends string> (options: Record<string, unknown>, name: string
   throw new OptionsInvalidError(`${name} must be one of ${allowed.map(a => `'${a}'`).join(', ')}, received ${JSON.stringify(value)}`)
 }
 
-function flag (options: Record<string, unknown>, name: string): boolean {
+function flag (options: Record<string, unknown>, name: string, fallback = false): boolean {
   const value = options[name]
-  if (value === undefined || typeof value === 'boolean') return value === true
+  if (value === undefined) return fallback
+  if (typeof value === 'boolean') return value
   throw new OptionsInvalidError(`${name} must be a boolean, received ${JSON.stringify(value)}`)
 }
 
@@ -195,6 +203,7 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     singleResource: oneOf(options, 'singleResource', ['nested', 'flat'], 'nested'),
     links: oneOf(options, 'links', ['array', 'object'], 'array'),
     totalAtRoot: flag(options, 'totalAtRoot'),
+    lastLink: flag(options, 'lastLink', true),
     paging: oneOf(options, 'paging', ['token', 'offset'], 'token'),
     cursorSecrets: Object.freeze([...secrets]),
     cursorSecretGenerated: secret === undefined,

@@ -41,6 +41,20 @@ t.test('links are an array of {rel, href} by default', async t => {
   for (const link of res.json().links) t.same(Object.keys(link).sort(), ['href', 'rel'])
 })
 
+t.test('lastLink: false leaves `last` out of token and offset pages, and nothing else', async t => {
+  const rels = (res: { json: () => unknown }) => linksOf(res.json() as never).map(link => link.rel)
+  const lean = await buildApp(t, { lastLink: false })
+  const full = await buildApp(t)
+  for (const app of [lean, full]) await seedMany(app, 5)
+  for (const url of ['/v1/books?pageSize=2', '/v1/books?pageSize=2&offset=2', '/v1/books?pageSize=2&offset=4', '/v1/books?pageSize=10']) {
+    const expected = rels(await get(full, url)).filter(rel => rel !== 'last')
+    t.same(rels(await get(lean, url)), expected, url)
+  }
+  t.ok(rels(await get(full, '/v1/books?pageSize=2')).includes('last'), 'the default has it')
+  const next = hrefOf((await get(lean, '/v1/books?pageSize=2')).json(), 'next') as string
+  t.same(rels(await get(lean, next)), ['self', 'first', 'prev', 'next'], 'a middle token page')
+})
+
 t.test('links: object keys navigation links by rel, and related links by relation as arrays', async t => {
   const app = await buildApp(t, { links: 'object' })
   const { authors, books } = await seed(app)

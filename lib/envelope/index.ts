@@ -12,6 +12,8 @@ export interface EnvelopeContext extends EnvelopeOptions {
   /** `/v1`: the plugin's prefix, so every href stays in the same versioned namespace. */
   readonly prefix: string
   readonly totalAtRoot: boolean
+  /** Whether list pages carry `last` (the spec lets a server omit it). */
+  readonly lastLink: boolean
   readonly cursor: CursorCodec
 }
 
@@ -103,9 +105,10 @@ export function needsPastEndCount (request: ListRequest, page: Page): boolean {
 function pageLinks (context: EnvelopeContext, base: string, request: ListRequest, page: Page, count: number | undefined): Link[] {
   const { pageSize, stableQuery } = request
   const href = (paging: string) => `${base}?${stableQuery === '' ? '' : `${stableQuery}&`}pageSize=${pageSize}${paging}`
-  return request.offset === undefined
+  const links = request.offset === undefined
     ? tokenLinks(context, request, page, href)
     : offsetLinks(request, request.offset, page, count, href)
+  return context.lastLink ? links : links.filter(link => link.rel !== 'last')
 }
 
 /** `known` is the count when the store gave it or it was counted for an empty page past the end. */
@@ -152,7 +155,8 @@ function tokenLinks (context: EnvelopeContext, request: ListRequest, page: Page,
   if (moreBefore) links.push({ rel: 'prev', href: seal('before', items[0]) })
   if (moreAfter) {
     links.push({ rel: 'next', href: seal('after', items[items.length - 1]) })
-    links.push({ rel: 'last', href: href(`&token=${context.cursor.sealEnd(request.binding)}`) })
+    // Sealed only when it goes out: a seal is a sizeable share of a page's CPU.
+    if (context.lastLink) links.push({ rel: 'last', href: href(`&token=${context.cursor.sealEnd(request.binding)}`) })
   } else {
     links.push({ rel: 'last', href: self })
   }

@@ -15,7 +15,7 @@ import { demoResources } from '../../demo/schemas/index.js'
 import { spyStore } from '../helpers/list-app.js'
 
 const cursor = createCursorCodec({ secrets: ['a-unit-test-secret-0123'] })
-const context: EnvelopeContext = { prefix: '/v1', totalAtRoot: false, cursor, singleResource: 'flat', links: 'array' }
+const context: EnvelopeContext = { prefix: '/v1', totalAtRoot: false, lastLink: true, cursor, singleResource: 'flat', links: 'array' }
 
 async function fixture () {
   const store = spyStore()
