@@ -23,6 +23,14 @@ export type RecordOf<D> = D extends ResourceDefinition<infer S> ? Static<S> : ne
  * @example
  * const books = defineResource({ name: 'books', singular: 'book', schema: Book, store })
  */
-export function defineResource<S extends TObject, P = any> (definition: ResourceDefinition<S, P>): ResourceDefinition<S, P> {
+export function defineResource<S extends TObject, P = any> (definition: ResourceDefinition<S, P> & { readonly relations?: OwnForeignKeys<Static<S>> | undefined }): ResourceDefinition<S, P> {
   return definition
 }
+
+/**
+ * A `one` relation's `field` is a field of the record (its foreign key), checked where the
+ * resource is defined. A `many` relation's `field` belongs to the target, and `resource` names
+ * another definition: the plugin checks both when it registers, since Fastify's `register` gives
+ * its options no type that could relate one resource to the others.
+ */
+type OwnForeignKeys<T> = Readonly<Record<string, { readonly kind: 'one', readonly field: Extract<keyof T, string> } | { readonly kind: 'many' }>>
