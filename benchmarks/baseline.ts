@@ -156,11 +156,12 @@ function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answ
     { rel: 'self', href: token === undefined ? prefix : `${prefix}&token=${encodeURIComponent(token)}` },
     { rel: 'first', href: prefix }
   ]
-  if (token !== undefined && items.length > 0) links.push({ rel: 'prev', href: `${prefix}&token=${codec.seal({ window: 'before', values: key(items[0]) }, binding)}` })
+  if (token !== undefined && items.length > 0) links.push({ rel: 'prev', href: `${prefix}&token=${codec.sealShared({ window: 'before', values: key(items[0]) }, binding)}` })
   if (hasMore && pageSize > 0) {
-    links.push({ rel: 'next', href: `${prefix}&token=${codec.seal({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
+    // Tokens shared by the pages of a second, as the plugin's are (lib/query/cursor.ts sealShared).
+    links.push({ rel: 'next', href: `${prefix}&token=${codec.sealShared({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
     // A token with no position: the page that precedes the end.
-    links.push({ rel: 'last', href: `${prefix}&token=${codec.seal({ window: 'before', values: [] }, binding)}` })
+    links.push({ rel: 'last', href: `${prefix}&token=${codec.sealShared({ window: 'before', values: [] }, binding)}` })
   } else if (pageSize > 0) {
     links.push({ rel: 'last', href: links[0].href })
   }

@@ -137,7 +137,7 @@ function tokenLinks (context: EnvelopeContext, request: ListRequest, page: Page,
   const links: Link[] = [{ rel: 'self', href: self }, { rel: 'first', href: href('') }]
   if (request.pageSize === 0) return links
   const seal = (kind: 'after' | 'before', record: StoredRecord) =>
-    href(`&token=${context.cursor.seal({ window: kind, values: sort.map(key => record.data[key.field] ?? null) }, request.binding)}`)
+    href(`&token=${context.cursor.sealShared({ window: kind, values: sort.map(key => record.data[key.field] ?? null) }, request.binding)}`)
   const { items, hasMore } = page
   if (items.length === 0) {
     // Emptied meanwhile. Nothing lies before an empty `before` page, so what follows it is the first
@@ -156,7 +156,7 @@ function tokenLinks (context: EnvelopeContext, request: ListRequest, page: Page,
   if (moreAfter) {
     links.push({ rel: 'next', href: seal('after', items[items.length - 1]) })
     // Sealed only when it goes out: a seal is a sizeable share of a page's CPU.
-    if (context.lastLink) links.push({ rel: 'last', href: href(`&token=${context.cursor.sealEnd(request.binding)}`) })
+    if (context.lastLink) links.push({ rel: 'last', href: href(`&token=${context.cursor.sealShared({ window: 'before', values: [] }, request.binding)}`) })
   } else {
     links.push({ rel: 'last', href: self })
   }

@@ -43,8 +43,12 @@ export interface CursorCodec {
   seal (position: CursorPosition, binding: string): string
   /** Throws CursorError. */
   open (token: string, binding: string): CursorPosition
-  /** The token of the page that precedes the end (a `before` window with no values), for `binding`. */
-  sealEnd (binding: string): string
+  /**
+   * `seal`, shared: every page that hands out this position of this query in the same second gets
+   * the same token (one seal serves them all). For links, which a hot query hands out again and
+   * again: its first page's `next`, every page's `last`.
+   */
+  sealShared (position: CursorPosition, binding: string): string
 }
 
 // Token = base64url(version | key id | binding tag | IV | ciphertext | GCM tag).
@@ -188,22 +192,23 @@ export function createCursorCodec (options: CursorCodecOptions): CursorCodec {
     return { window: plaintext.w === 'a' ? 'after' : 'before', values: plaintext.v }
   }
 
-  // The end token is the same for every page of a query: one seal per binding and second serves
-  // them all (a seal is a sizeable share of a page's CPU). Sealed to live a second longer, so that
-  // a token handed out during its second still lives at least ttlSeconds.
-  const ends = new Map<string, { readonly token: string, readonly until: number }>()
-  function sealEnd (binding: string): string {
+  // A seal is a sizeable share of a page's CPU (about 10 µs, an AES-GCM key setup and three
+  // buffers). Sealed to live a second longer, so that a token handed out during its second still
+  // lives at least ttlSeconds.
+  const shared = new Map<string, { readonly token: string, readonly until: number }>()
+  function sealShared (position: CursorPosition, binding: string): string {
     const at = now()
-    const kept = ends.get(binding)
+    const key = `${position.window}\u0000${JSON.stringify(position.values)}\u0000${binding}`
+    const kept = shared.get(key)
     if (kept !== undefined && at < kept.until) return kept.token
-    const token = seal({ window: 'before', values: [] }, binding, 1)
-    if (kept === undefined && ends.size >= END_TOKENS_KEPT) ends.delete(ends.keys().next().value as string)
-    ends.set(binding, { token, until: at + 1000 })
+    const token = seal(position, binding, 1)
+    if (kept === undefined && shared.size >= SHARED_TOKENS_KEPT) shared.delete(shared.keys().next().value as string)
+    shared.set(key, { token, until: at + 1000 })
     return token
   }
 
-  return { seal: (position, binding) => seal(position, binding), open, sealEnd }
+  return { seal: (position, binding) => seal(position, binding), open, sealShared }
 }
 
-/** Queries whose end token is kept, at most (the oldest is dropped first). */
-const END_TOKENS_KEPT = 1000
+/** Shared tokens kept, at most (the oldest is dropped first). */
+const SHARED_TOKENS_KEPT = 1000

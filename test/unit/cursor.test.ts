@@ -218,18 +218,26 @@ t.test('randomCursorSecret', async t => {
   t.same(codec.open(codec.seal({ window: 'before', values: [] }, BINDING), BINDING), { window: 'before', values: [] })
 })
 
-t.test('sealEnd: one end token per query and second, living at least the ttl; past a thousand queries the oldest is forgotten', async t => {
+t.test('sealShared: one token per query, position and second, living at least the ttl; past a thousand the oldest is forgotten', async t => {
   let clock = T0
   const codec = createCursorCodec({ secrets: [SECRET], ttlSeconds: 60, now: () => clock })
-  const first = codec.sealEnd(BINDING)
-  t.same(codec.open(first, BINDING), { window: 'before', values: [] })
+  const end = { window: 'before', values: [] } as const
+  const after = { window: 'after', values: ['b', 2] } as const
+  const first = codec.sealShared(end, BINDING)
+  t.same(codec.open(first, BINDING), end)
+  const next = codec.sealShared(after, BINDING)
+  t.same(codec.open(next, BINDING), after)
+  t.not(next, first, 'another position: another token')
+  t.not(codec.sealShared({ window: 'before', values: ['b', 2] }, BINDING), next, 'another window: another token')
   clock += 999
-  t.equal(codec.sealEnd(BINDING), first, 'within its second: the same token')
+  t.equal(codec.sealShared(end, BINDING), first, 'within its second: the same token')
+  t.equal(codec.sealShared({ window: 'after', values: ['b', 2] }, BINDING), next, 'for an equal position too')
+  t.not(codec.sealShared(end, `${BINDING}|other`), first, 'another query: another token')
   clock += 60_000
-  t.same(codec.open(first, BINDING), { window: 'before', values: [] }, 'handed out at the end of its second, it still opens a ttl later')
-  const second = codec.sealEnd(BINDING)
+  t.same(codec.open(first, BINDING), end, 'handed out at the end of its second, it still opens a ttl later')
+  const second = codec.sealShared(end, BINDING)
   t.not(second, first, 'a second later: sealed anew')
-  for (let i = 0; i < 1000; i++) codec.sealEnd(`${BINDING}|${i}`)
-  t.not(codec.sealEnd(BINDING), second, 'forgotten once a thousand other queries came after it: sealed anew within its second')
-  t.equal(problemOf(codec, codec.sealEnd(BINDING), 'another query'), 'foreign-query')
+  for (let i = 0; i < 1000; i++) codec.sealShared(end, `${BINDING}|${i}`)
+  t.not(codec.sealShared(end, BINDING), second, 'forgotten once a thousand others came after it: sealed anew within its second')
+  t.equal(problemOf(codec, codec.sealShared(end, BINDING), 'another query'), 'foreign-query')
 })

@@ -145,14 +145,14 @@ t.test('a genuine token whose position does not fit the sort is refused', async 
 
 t.test('a token is not opened while other parameters are already wrong', async t => {
   let opened = 0
-  const counting: CursorCodec = { seal: cursor.seal, sealEnd: cursor.sealEnd, open: (token, binding) => { opened++; return cursor.open(token, binding) } }
+  const counting: CursorCodec = { seal: cursor.seal, sealShared: cursor.sealShared, open: (token, binding) => { opened++; return cursor.open(token, binding) } }
   t.same(invalidParams(() => parseListQuery(books, { token: 'x', sort: 'nope' }, { cursor: counting, defaultPaging: 'token' }, '/v1/books')),
     [{ name: 'sort', reason: "unknown field 'nope'" }])
   t.equal(opened, 0)
 })
 
 t.test('errors other than refusals are not turned into 400s', async t => {
-  const broken: CursorCodec = { seal: cursor.seal, sealEnd: cursor.sealEnd, open: () => { throw new RangeError('bug') } }
+  const broken: CursorCodec = { seal: cursor.seal, sealShared: cursor.sealShared, open: () => { throw new RangeError('bug') } }
   t.throws(() => parseListQuery(books, { token: 'x' }, { cursor: broken, defaultPaging: 'token' }, '/v1/books'), RangeError)
   const faulty = { ...books, relations: { get () { throw new RangeError('bug') } } } as unknown as ResourceModel
   t.throws(() => parseListQuery(faulty, { filter: 'author/name eq 1' }, context, '/v1/books'), RangeError)
