@@ -1,7 +1,8 @@
 // A peer side on PostgreSQL (peers.ts): Platformatic DB's mapper and REST routes (sql-mapper +
 // sql-openapi on Fastify 5), as `platformatic db` would serve them, over the benchmark schema
 // run.ts seeded. Loaded from benchmarks/peers/. Prints `listening <url>` or `unavailable <why>`.
-import { v7 as uuidv7 } from 'uuid'
+// The ids every side makes the same way (the plugin's UUIDv7 source).
+import { newUuidV7 as uuidv7 } from '../lib/registry/uuid.js'
 import { BENCH_SCHEMA, databaseUrl } from './postgres.js'
 import { requirePeer } from './peers.js'
 

@@ -2,10 +2,10 @@
 // precise error when a definition cannot be served as the conventions demand.
 import { ReadonlyKind } from '@sinclair/typebox'
 import type { TObject, TSchema } from '@sinclair/typebox'
-import { v7 as uuidv7 } from 'uuid'
 import { ResourceInvalidError } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import type { ApplicationRules } from '../rules/types.js'
+import { newUuidV7 } from './uuid.js'
 import type { FieldModel, FieldType, Operation, RelationDefinition, RelationModel, ResourceModel, ResourceShape } from './model.js'
 
 export const allOperations: readonly Operation[] = ['list', 'retrieve', 'create', 'replace', 'modify', 'delete']
@@ -96,7 +96,7 @@ function buildModel (definition: ResourceShape, relations: Map<string, RelationM
   if (unknownOperation !== undefined) throw new ResourceInvalidError(where, `unknown operation '${String(unknownOperation)}'`)
   const requireIfMatch = definition.requireIfMatch
   if (requireIfMatch !== undefined && typeof requireIfMatch !== 'boolean') throw new ResourceInvalidError(where, `requireIfMatch must be a boolean, received ${JSON.stringify(requireIfMatch)}`)
-  const generateId = definition.generateId ?? uuidv7
+  const generateId = definition.generateId ?? newUuidV7
   if (typeof generateId !== 'function') throw new ResourceInvalidError(where, 'generateId must be a function returning a new id')
   const mandatory = [idField, ...[...fields.values()].filter(f => f.required && f.name !== idField).map(f => f.name)]
   return Object.freeze({
