@@ -38,6 +38,8 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const prefix = routePrefix(app)
   if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
 
+  // One codec seals the links' tokens and opens them: keys derived once, shared tokens kept once.
+  const cursor = createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds })
   const context: RouteContext = {
     options,
     envelope: {
@@ -46,9 +48,9 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
       links: options.links,
       totalAtRoot: options.totalAtRoot,
       lastLink: options.lastLink,
-      cursor: createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds })
+      cursor
     },
-    query: { cursor: createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds }), defaultPaging: options.paging },
+    query: { cursor, defaultPaging: options.paging },
     ajv: createAjv(),
     storeOf,
     models: new Map(models.map(model => [model.name, model])),
