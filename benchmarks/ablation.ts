@@ -3,33 +3,17 @@
 // so other processes competing for the two cores barely change it),
 // for the baseline, the demo's plugin configuration, and the plugin with conventions (or the
 // application rules) turned off one at a time. Variants take turns, round after round; medians in microseconds per request.
-// Usage, after `npx tsc -p benchmarks/tsconfig.json`: node dist/benchmarks/ablation.js [--quick] [--cases retrieve,create]
+// With --http, each variant is a server process under the load generator instead (overHttp).
+// Usage, after `npx tsc -p benchmarks/tsconfig.json`: node dist/benchmarks/ablation.js [--http] [--quick] [--cases retrieve,create]
 import type { FastifyInstance } from 'fastify'
-import type { ApiConventionsOptions, Store } from '../lib/index.js'
-import { demoResources } from '../demo/schemas/index.js'
 import { buildBaselineApp } from './baseline.js'
 import { cases, commonHeaders } from './cases.js'
-import { benchConfig, buildPluginApp, seededMemoryStore } from './server.js'
+import type { BenchCase } from './cases.js'
+import { load, startServer } from './harness.js'
+import type { Server } from './harness.js'
+import { ablations, benchConfig, buildPluginApp, seededMemoryStore } from './server.js'
 
-/**
- * The demo's resources with no application rules configured (no row or field rules, server values
- * or hooks): what the rules machinery costs requests that no rule concerns. Its CREATE answers
- * without the books' reviewCount and averageRating, which the demo's server values set.
- */
-function withoutRules (store: Store): Partial<ApiConventionsOptions> {
-  return { resources: demoResources(store).map(({ rules: _rules, serverValues: _values, hooks: _hooks, ...definition }) => definition) }
-}
-
-const variants: ReadonlyArray<readonly [string, ((store: Store) => Partial<ApiConventionsOptions>) | null]> = [
-  ['baseline', null],
-  ['plugin (demo)', () => ({})],
-  ['no rules', withoutRules],
-  // What the Idempotency-Key wrapper costs requests that send no key.
-  ['no idempotency', () => ({ idempotency: false })],
-  ['no rate limit', () => ({ rateLimit: false })],
-  ['no auth', () => ({ auth: undefined })],
-  ['no auth, cors, rate limit', () => ({ auth: undefined, cors: undefined, rateLimit: false })]
-]
+const variants = ['plugin (demo)', ...Object.keys(ablations)]
 // The token case needs a walk to its token; the filtered LIST is all store work. `--cases a,b` picks.
 const picked = process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1].split(',') : undefined
 // A keyed case repeats its key here: replays, not the first tries it measures in run.ts.
@@ -40,7 +24,7 @@ export interface AblationResult {
   readonly micros: Readonly<Record<string, Readonly<Record<string, number>>>>
 }
 
-async function perRequest (app: FastifyInstance, benchCase: typeof cases[number], count: number): Promise<number> {
+async function perRequest (app: FastifyInstance, benchCase: BenchCase, count: number): Promise<number> {
   const request = {
     method: benchCase.method,
     url: benchCase.path,
@@ -56,31 +40,65 @@ async function perRequest (app: FastifyInstance, benchCase: typeof cases[number]
   return (used.user + used.system) / count
 }
 
-async function main () {
-  const quick = process.argv.includes('--quick')
-  const [count, rounds] = quick ? [300, 2] : [1500, 5]
+/** Median of each variant's samples, printed as one line of the case. */
+function report (benchCase: BenchCase, samples: ReadonlyMap<string, number[]>): Record<string, number> {
+  const medians = Object.fromEntries([...samples].map(([name, list]) => [name, list.sort((a, b) => a - b)[list.length >> 1]]))
+  process.stdout.write(`${benchCase.name.padEnd(14)} ${Object.entries(medians).map(([name, us]) => `${name} ${us.toFixed(1)} µs`).join('  ')}\n`)
+  return medians
+}
+
+/** In-process, through inject: no sockets, so no kernel time, but the whole request path. */
+async function inProcess (rounds: number, count: number): Promise<AblationResult> {
   const config = benchConfig({})
-  const apps = new Map<string, FastifyInstance>()
-  for (const [name, overrides] of variants) {
-    if (overrides === null) {
-      apps.set(name, await buildBaselineApp())
-    } else {
-      const store = await seededMemoryStore()
-      apps.set(name, await buildPluginApp(config, store, overrides(store)))
-    }
+  const apps = new Map<string, FastifyInstance>([['baseline', await buildBaselineApp()]])
+  for (const name of variants) {
+    const store = await seededMemoryStore()
+    apps.set(name, await buildPluginApp(config, store, ablations[name]?.(store) ?? {}))
   }
   const micros: Record<string, Record<string, number>> = {}
   for (const benchCase of measured) {
-    const samples = new Map<string, number[]>(variants.map(([name]) => [name, []]))
+    const samples = new Map<string, number[]>([...apps.keys()].map(name => [name, []]))
     for (const app of apps.values()) await perRequest(app, benchCase, count / 3)
     for (let round = 0; round < rounds; round++) {
       for (const [name, app] of apps) samples.get(name)?.push(await perRequest(app, benchCase, count))
     }
-    micros[benchCase.name] = Object.fromEntries([...samples].map(([name, list]) => [name, list.sort((a, b) => a - b)[list.length >> 1]]))
-    process.stdout.write(`${benchCase.name.padEnd(14)} ${Object.entries(micros[benchCase.name]).map(([name, us]) => `${name} ${us.toFixed(1)} µs`).join('  ')}\n`)
+    micros[benchCase.name] = report(benchCase, samples)
   }
   for (const app of apps.values()) await app.close()
-  process.stdout.write(JSON.stringify({ micros } satisfies AblationResult) + '\n')
+  return { micros }
+}
+
+/**
+ * Over HTTP with the benchmark's load generator: each variant a server process of its own
+ * (server.ts with BENCH_ABLATE), beside the baseline sending the plugin's headers; server CPU µs
+ * per response, which other processes on the machine barely move. Variants take turns each round.
+ */
+async function overHttp (rounds: number, seconds: number): Promise<AblationResult> {
+  const sides: Array<readonly [string, string, Record<string, string>]> = [
+    ['baseline with headers', './baseline.js', { BASELINE_HEADERS: 'plugin' }],
+    ...variants.map(name => [name, './server.js', name in ablations ? { BENCH_ABLATE: name } : {}] as [string, string, Record<string, string>])
+  ]
+  const micros: Record<string, Record<string, number>> = {}
+  for (const benchCase of measured) {
+    const servers = new Map<string, Server>()
+    for (const [name, script, env] of sides) servers.set(name, await startServer(script, 'memory', [], env) as Server)
+    for (const server of servers.values()) await load(server, benchCase.path, benchCase, 1, 10)
+    const samples = new Map<string, number[]>([...servers.keys()].map(name => [name, []]))
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, server] of servers) samples.get(name)?.push((await load(server, benchCase.path, benchCase, seconds, 10)).cpuMicros ?? NaN)
+    }
+    for (const server of servers.values()) await server.stop()
+    micros[benchCase.name] = report(benchCase, samples)
+  }
+  return { micros }
+}
+
+async function main () {
+  const quick = process.argv.includes('--quick')
+  const result = process.argv.includes('--http')
+    ? await overHttp(quick ? 2 : 5, quick ? 1 : 3)
+    : await inProcess(quick ? 2 : 5, quick ? 300 : 1500)
+  process.stdout.write(JSON.stringify(result) + '\n')
 }
 
 await main()

@@ -53,6 +53,21 @@ export async function buildPluginApp (config: DemoConfig, store: Store, override
   return app
 }
 
+/**
+ * Conventions (or the application rules) turned off one at a time, for ablation.ts; server.ts
+ * applies one named by BENCH_ABLATE.
+ */
+export const ablations: Readonly<Record<string, (store: Store) => Partial<ApiConventionsOptions>>> = {
+  // No row or field rules, server values or hooks: what the rules machinery costs requests that
+  // no rule concerns. Its CREATE answers without the books' reviewCount and averageRating.
+  'no rules': store => ({ resources: demoResources(store).map(({ rules: _rules, serverValues: _values, hooks: _hooks, ...definition }) => definition) }),
+  // What the Idempotency-Key wrapper costs requests that send no key.
+  'no idempotency': () => ({ idempotency: false }),
+  'no rate limit': () => ({ rateLimit: false }),
+  'no auth': () => ({ auth: undefined }),
+  'no auth, cors, rate limit': () => ({ auth: undefined, cors: undefined, rateLimit: false })
+}
+
 async function main () {
   const kind = process.env.STORE ?? 'memory'
   if (kind !== 'memory' && kind !== 'postgres') throw new Error(`STORE must be memory or postgres, received ${kind}`)
@@ -65,7 +80,9 @@ async function main () {
   // its statements so run.ts can check the baseline runs the same ones.
   const pool = kind === 'postgres' ? traceStatements(new pg.Pool({ connectionString: databaseUrl() })) : undefined
   const store = pool === undefined ? await seededMemoryStore() : await benchPostgresStore(pool)
-  const app = await buildPluginApp(config, store)
+  const ablated = process.env.BENCH_ABLATE
+  if (ablated !== undefined && !(ablated in ablations)) throw new Error(`BENCH_ABLATE must be one of ${Object.keys(ablations).join(', ')}`)
+  const app = await buildPluginApp(config, store, ablated === undefined ? {} : ablations[ablated](store))
   const url = await app.listen({ port: config.port, host: '127.0.0.1' })
   process.stdout.write(`listening ${url}\n`)
   process.on('SIGTERM', () => { app.close().then(async () => { await pool?.end() }).then(() => process.exit(0), () => process.exit(1)) })
