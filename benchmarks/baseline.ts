@@ -275,12 +275,14 @@ function memoryRoutes (app: FastifyInstance) {
 // The statements lib/stores/sql/ sends for these requests (captured from its pool), so both sides
 // ask PostgreSQL the same questions; only the code around them differs. run.ts compares both
 // sides' statements after each case and fails the run when they differ.
-const columns = '"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."reviewCount", "t0"."averageRating", "t0"."version", "t0"."modified_at"'
+// The store reads its bookkeeping time as epoch milliseconds (a bigint, as text).
+const modifiedAtMillis = '(extract(epoch from date_trunc(\'milliseconds\', "t0"."modified_at")) * 1000)::bigint'
+const columns = `"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."reviewCount", "t0"."averageRating", "t0"."version", ${modifiedAtMillis}`
 const table = `"${BENCH_SCHEMA}"."books" AS "t0"`
 const byIdOrder = '"t0"."id" COLLATE "C" ASC'
 // The store reads date-time columns as ISO text, and every column, moderatorNote too (the envelope leaves it out).
 const isoText = (column: string) => `to_char("t0"."${column}" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-const reviewColumns = `"t0"."id", "t0"."bookId", "t0"."rating", "t0"."text", "t0"."private", "t0"."ownerId", ${isoText('createdAt')}, ${isoText('updatedAt')}, "t0"."moderatorNote", "t0"."version", "t0"."modified_at"`
+const reviewColumns = `"t0"."id", "t0"."bookId", "t0"."rating", "t0"."text", "t0"."private", "t0"."ownerId", ${isoText('createdAt')}, ${isoText('updatedAt')}, "t0"."moderatorNote", "t0"."version", ${modifiedAtMillis}`
 const reviewTable = `"${BENCH_SCHEMA}"."reviews" AS "t0"`
 /** The reviews' row rule for a caller who is not an admin: $1 false, $2 the caller's user. */
 const visibleReview = '("t0"."private" = $1::boolean OR "t0"."ownerId" COLLATE "C" = $2::text)'
@@ -294,18 +296,18 @@ export const statements = {
   create: `INSERT INTO ${table} ("id", "title", "authorId", "year", "rating", "available", "reviewCount", "averageRating", "version", "modified_at") VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::double precision, $6::boolean, $7::bigint, $8::double precision, 1, now()) RETURNING ${columns}`
 }
 
-type DbRow = [string, string, string, string | null, number | null, boolean, string, number | null, number, Date]
+type DbRow = [string, string, string, string | null, number | null, boolean, string, number | null, number, string]
 
 /** A row as the envelope wants it; bigint arrives as text. */
 function fromDb ([id, title, authorId, year, rating, available, reviewCount, averageRating, version, modifiedAt]: DbRow): Row {
   return {
     data: { id, title, authorId, year: year === null ? null : Number(year), rating, available, reviewCount: Number(reviewCount), averageRating },
     etag: `"${version}"`,
-    lastModified: modifiedAt.toUTCString()
+    lastModified: new Date(Number(modifiedAt)).toUTCString()
   }
 }
 
-type DbReview = [string, string, string, string | null, boolean, string, string, string, string | null, number, Date]
+type DbReview = [string, string, string, string | null, boolean, string, string, string, string | null, number, string]
 
 /** A review as the envelope wants it: rating (bigint) arrives as text. */
 function reviewFromDb ([id, bookId, rating, text, isPrivate, ownerId, createdAt, updatedAt, moderatorNote]: DbReview): ReviewRow {

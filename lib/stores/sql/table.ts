@@ -119,7 +119,7 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
   const selectList = join([
     ...ordered.map(column => selectColumn(column, dropsLeadingBom)),
     ident(MAIN, version),
-    ident(MAIN, modifiedAt)
+    modifiedAtMillis(modifiedAt)
   ], ', ')
   const ref = ident(schema, name)
   const id = columns.get(model.idField) as Column
@@ -147,10 +147,18 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
         }
       })
       const n = ordered.length
-      return Object.freeze({ data: Object.freeze(data), version: Number(row[n]), modifiedAt: new Date(row[n + 1] as Date) })
+      return Object.freeze({ data: Object.freeze(data), version: Number(row[n]), modifiedAt: new Date(Number(row[n + 1])) })
     }
   })
 }
+
+/**
+ * The bookkeeping time as milliseconds since the epoch, not a timestamptz: the driver parses each
+ * timestamptz text with regular expressions (0.4 µs a row here, 8 µs of a LIST page of 21 rows),
+ * a bigint is one Number(). Truncated to the millisecond first, as a Date holds it, so the product
+ * is exact whether `extract` gives numeric (PostgreSQL 14 on) or a double (before).
+ */
+const modifiedAtMillis = (column: string) => sql`(extract(epoch from date_trunc('milliseconds', ${ident(MAIN, column)})) * 1000)::bigint`
 
 // Dates and date-times leave as the ISO text the schema promises, whatever the driver's parsers.
 function selectColumn (column: Column, dropsLeadingBom: boolean): Sql {
