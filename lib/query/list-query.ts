@@ -50,6 +50,33 @@ const filterCacheLimit = 500
 const filterKeyLimit = 4096
 const filterCache = new WeakMap<ResourceModel, Map<string, FilterNode>>()
 
+const requestCacheLimit = 500
+const requestCache = new WeakMap<ListQueryContext, WeakMap<ResourceModel, Map<string, ListRequest>>>()
+
+/**
+ * parseListQuery, remembered by query text for a caller's view: the same query from callers who
+ * see the same view is the same ListRequest, and what is cached downstream by its objects (the
+ * stores' predicates, sorted indexes and statements) is found at once. Not for a query with a
+ * token, which may have expired since (each is opened anew), nor one that is refused (not kept).
+ * `url` is the request's: its query text determines `raw`.
+ */
+export function listRequestFor (model: ResourceModel, raw: RawQuery, url: string, context: ListQueryContext, base: string): ListRequest {
+  const at = url.indexOf('?')
+  const key = at === -1 ? base : base + url.slice(at)
+  if (raw.token !== undefined || key.length > filterKeyLimit) return parseListQuery(model, raw, context, base)
+  let byView = requestCache.get(context)
+  if (byView === undefined) requestCache.set(context, byView = new WeakMap())
+  let cache = byView.get(model)
+  if (cache === undefined) byView.set(model, cache = new Map())
+  const cached = cache.get(key)
+  if (cached !== undefined) return cached
+  const parsed = parseListQuery(model, raw, context, base)
+  // Map order is insertion order: the oldest entry makes room.
+  if (cache.size >= requestCacheLimit) cache.delete(cache.keys().next().value as string)
+  cache.set(key, Object.freeze({ ...parsed, query: Object.freeze(parsed.query) }))
+  return cache.get(key) as ListRequest
+}
+
 /** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
 export function parseListQuery (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
   const problems: InvalidParam[] = []

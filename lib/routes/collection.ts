@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import { attachRelated, itemPath, listBody, project, singleBody } from '../envelope/index.js'
 import { countPastEnd, fetchRelated } from './related.js'
-import { parseListQuery, readableFields } from '../query/list-query.js'
+import { listRequestFor, readableFields } from '../query/list-query.js'
 import type { ListRequest, RawQuery } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import { evaluatePreconditions, formatETag, readPreconditions, unversioned, variantTag } from '../http/conditional.js'
@@ -28,7 +28,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
   return {
     list: async function listResources (request: FastifyRequest, reply: FastifyReply) {
       const view = steps.view(request.principal)
-      const parsed = parseListQuery(view, request.query as RawQuery, context.query, base)
+      const parsed = listRequestFor(view, request.query as RawQuery, request.url, context.query, base)
       if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
       return listPage(context, store, view, base, parsed, null)
     },
@@ -73,7 +73,7 @@ export function nestedListHandler (parent: ResourceModel, relation: RelationMode
     if (await store.get(parentView, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
     const child = views(relation.target)
     const base = `${itemPath(context.envelope, parent, id)}/${relation.name}`
-    const parsed = parseListQuery(child, request.query as RawQuery, context.query, base)
+    const parsed = listRequestFor(child, request.query as RawQuery, request.url, context.query, base)
     if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
     const scope: FilterNode = { kind: 'compare', op: 'eq', left: { kind: 'field', path: [relation.field] }, right: { kind: 'literal', type: 'string', value: id } }
     return listPage(context, store, child, base, parsed, scope)

@@ -7,7 +7,7 @@ import { buildRegistry } from '../../lib/registry/index.js'
 import type { ResourceModel } from '../../lib/registry/model.js'
 import { createCursorCodec } from '../../lib/query/cursor.js'
 import type { CursorCodec } from '../../lib/query/cursor.js'
-import { coerceLiteral, parseItemQuery, parseListQuery } from '../../lib/query/list-query.js'
+import { coerceLiteral, listRequestFor, parseItemQuery, parseListQuery } from '../../lib/query/list-query.js'
 import type { RawQuery } from '../../lib/query/list-query.js'
 import { demoResources } from '../../demo/schemas/index.js'
 
@@ -93,6 +93,39 @@ t.test('cache keys keep every input apart: separators in values, a missing or em
   t.same(invalidParams(() => parse({ title: 'B\u0000year=null' })), [{ name: 'title', reason: 'cannot contain the NUL character, which no stored text holds' }])
   t.ok(parse({ title: 'A' }).query.filter)
   t.same(invalidParams(() => parse({ title: 'A', filter: '' })), [{ name: 'filter', reason: 'unexpected end of filter at position 0' }])
+})
+
+t.test('listRequestFor keeps a parsed query per query text, view and context, frozen', async t => {
+  const url = '/v1/books?filter=year%20gt%201&sort=-year'
+  const raw = { filter: 'year gt 1', sort: '-year' }
+  const kept = listRequestFor(books, raw, url, context, '/v1/books')
+  t.same(kept, parse(raw), 'what parseListQuery answers')
+  t.equal(listRequestFor(books, raw, url, context, '/v1/books'), kept, 'the same object again')
+  t.ok(Object.isFrozen(kept) && Object.isFrozen(kept.query))
+  t.not(listRequestFor(books, raw, url, { cursor, defaultPaging: 'offset' }, '/v1/books'), kept, 'another context: its own')
+  t.not(listRequestFor(authors, {}, '/v1/authors', context, '/v1/authors'), listRequestFor(authors, {}, '/v1/authors', context, '/v1/authors/1/books'), 'another base: its own')
+  t.equal(listRequestFor(books, {}, '/v1/books', context, '/v1/books'), listRequestFor(books, {}, '/v1/books', context, '/v1/books'), 'no query text at all')
+})
+
+t.test('listRequestFor parses each time a query with a token, a refused one, or one longer than the key limit', async t => {
+  const token = cursor.seal({ window: 'after', values: ['b'] }, parse({}).binding)
+  const withToken = () => listRequestFor(books, { token }, `/v1/books?token=${token}`, context, '/v1/books')
+  t.not(withToken(), withToken())
+  t.same(withToken().query.window, { kind: 'after', values: ['b'] })
+  t.same(invalidParams(() => listRequestFor(books, { pageSize: 'x' }, '/v1/books?pageSize=x', context, '/v1/books')), [{ name: 'pageSize', reason: 'must be a non-negative integer' }])
+  t.throws(() => listRequestFor(books, { pageSize: 'x' }, '/v1/books?pageSize=x', context, '/v1/books'), 'refused again')
+  const title = 'x'.repeat(5000)
+  const long = () => listRequestFor(books, { title }, `/v1/books?title=${title}`, context, '/v1/books')
+  t.not(long(), long())
+})
+
+t.test('listRequestFor is bounded per view: when full, the oldest entry makes room', async t => {
+  const kept = (year: number) => listRequestFor(authors, { name: String(year) }, `/v1/authors?name=${year}`, context, '/v1/authors')
+  const first = kept(0)
+  for (let i = 1; i <= 500; i++) kept(i)
+  const recent = kept(500)
+  t.not(kept(0), first, 'evicted, parsed again')
+  t.equal(kept(500), recent, 'a recent entry stays')
 })
 
 t.test('stableQuery repeats a name per value and keeps each value whole, control characters included', async t => {

@@ -10,7 +10,7 @@ import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
 import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
 import { compileFilter, compileList } from './compile.js'
-import type { CompileContext } from './compile.js'
+import type { CompileContext, CompiledList } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
 import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
 import { unstorableText } from '../../values/storable.js'
@@ -100,6 +100,8 @@ export class SqlStore implements Store {
   #keys: KeysTable
   /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
   readonly #reads: ReadRouter | undefined
+  /** Lists compiled by query object: the routes keep one per query text and view (listRequestFor). */
+  readonly #compiledLists = new WeakMap<ListQuery, { readonly model: ResourceModel, readonly compiled: CompiledList }>()
 
   constructor (db: SqlDatabase, settings: SqlStoreSettings, reads?: ReadRouter) {
     this.#db = db
@@ -229,6 +231,14 @@ export class SqlStore implements Store {
     }
   }
 
+  #compiledList (table: Table, query: ListQuery, model: ResourceModel): CompiledList {
+    const kept = this.#compiledLists.get(query)
+    if (kept?.model === model) return kept.compiled
+    const compiled = compileList(table, query, this.#context, model)
+    this.#compiledLists.set(query, { model, compiled })
+    return compiled
+  }
+
   /** A driver error that means the database is unavailable as a 503; others as they are. */
   #unavailable (error: unknown): unknown {
     return isUnavailable(error)
@@ -268,7 +278,7 @@ export class SqlStore implements Store {
 
   async list (model: ResourceModel, query: ListQuery): Promise<Page> {
     const table = await this.#prepare(model)
-    const compiled = compileList(table, query, this.#context, model)
+    const compiled = this.#compiledList(table, query, model)
     const on = await this.#readQuery()
     const rows = await this.#run(compiled.page, 'list', model, undefined, on)
     const hasMore = rows.length > query.limit
