@@ -4,8 +4,10 @@
 // `filter=`, must not answer for another request, nor another's tree for it. Each sequence runs in
 // order on one app, so a poisoned entry would show.
 import t, { type Test } from 'tap'
+import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
-import { pgliteStore } from '../lib/index.js'
+import apiConventions, { memoryStore, pgliteStore } from '../lib/index.js'
+import { demoResources } from '../demo/schemas/index.js'
 import type { Store } from '../lib/index.js'
 import { buildApp, create } from './helpers/app.js'
 import { get } from './helpers/list-app.js'
@@ -94,4 +96,29 @@ t.test('on PGlite, a refused value does not make the query it would split into f
   await titles(t, app, 'title=A&year=2000', ['A'])
   await titles(t, app, 'title=C%01d', [])
   await titles(t, app, 'title=C&title=d', ['C', 'd'])
+})
+
+// Parsed queries are kept per query for a caller's view (list-query.ts listRequestFor): keyed by
+// what request.query holds when the route reads it, so a host hook that narrows it per caller
+// (here by a header) never gets another caller's answer for the same URL.
+t.test('a host hook that changes request.query per request is answered by what it put there', async t => {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  app.addHook('preValidation', function narrowToTenant (request, _reply, done) {
+    const tenant = request.headers['x-tenant']
+    if (typeof tenant === 'string') (request.query as Record<string, string>).title = tenant
+    done()
+  })
+  await app.register(apiConventions, { prefix: '/v1', cursorSecret: 'a-test-secret-of-enough-length', resources: demoResources(memoryStore()) })
+  const author = await create(app, 'authors', { name: 'Tenant' })
+  for (const title of ['A', 'B']) await create(app, 'books', { title, authorId: author.id })
+  const titlesFor = async (tenant?: string) => {
+    const res = await app.inject({ url: '/v1/books?sort=title', headers: tenant === undefined ? {} : { 'x-tenant': tenant } })
+    t.equal(res.statusCode, 200)
+    return (res.json().data.books as Item[]).map(book => book.title)
+  }
+  t.same(await titlesFor('A'), ['A'])
+  t.same(await titlesFor('B'), ['B'])
+  t.same(await titlesFor(), ['A', 'B'])
+  t.same(await titlesFor('A'), ['A'])
 })

@@ -54,16 +54,17 @@ const requestCacheLimit = 500
 const requestCache = new WeakMap<ListQueryContext, WeakMap<ResourceModel, Map<string, ListRequest>>>()
 
 /**
- * parseListQuery, remembered by query text for a caller's view: the same query from callers who
- * see the same view is the same ListRequest, and what is cached downstream by its objects (the
- * stores' predicates, sorted indexes and statements) is found at once. Not for a query with a
- * token, which may have expired since (each is opened anew), nor one that is refused (not kept).
- * `url` is the request's: its query text determines `raw`.
+ * parseListQuery, remembered by query for a caller's view: the same query from callers who see
+ * the same view is the same ListRequest, worked out once, and what is derived from its objects
+ * (the SQL store's statement) is found at once. Keyed by the parsed parameters themselves, not
+ * the URL, so that a host's hook that changes `request.query` is never answered from another
+ * request's entry. Not for a query with a token, which may have expired since (each is opened
+ * anew), nor one that is refused (not kept).
  */
-export function listRequestFor (model: ResourceModel, raw: RawQuery, url: string, context: ListQueryContext, base: string): ListRequest {
-  const at = url.indexOf('?')
-  const key = at === -1 ? base : base + url.slice(at)
-  if (raw.token !== undefined || key.length > filterKeyLimit) return parseListQuery(model, raw, context, base)
+export function listRequestFor (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
+  if (raw.token !== undefined) return parseListQuery(model, raw, context, base)
+  const key = JSON.stringify([base, raw])
+  if (key.length > filterKeyLimit) return parseListQuery(model, raw, context, base)
   let byView = requestCache.get(context)
   if (byView === undefined) requestCache.set(context, byView = new WeakMap())
   let cache = byView.get(model)

@@ -28,7 +28,7 @@ export function collectionHandlers (model: ResourceModel, context: RouteContext)
   return {
     list: async function listResources (request: FastifyRequest, reply: FastifyReply) {
       const view = steps.view(request.principal)
-      const parsed = listRequestFor(view, request.query as RawQuery, request.url, context.query, base)
+      const parsed = listRequestFor(view, request.query as RawQuery, context.query, base)
       if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
       return listPage(context, store, view, base, parsed, null)
     },
@@ -73,7 +73,7 @@ export function nestedListHandler (parent: ResourceModel, relation: RelationMode
     if (await store.get(parentView, id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
     const child = views(relation.target)
     const base = `${itemPath(context.envelope, parent, id)}/${relation.name}`
-    const parsed = listRequestFor(child, request.query as RawQuery, request.url, context.query, base)
+    const parsed = listRequestFor(child, request.query as RawQuery, context.query, base)
     if (checkCollectionPreconditions(request, true) === 'not-modified') return reply.code(304).send()
     const scope: FilterNode = { kind: 'compare', op: 'eq', left: { kind: 'field', path: [relation.field] }, right: { kind: 'literal', type: 'string', value: id } }
     return listPage(context, store, child, base, parsed, scope)
