@@ -2,7 +2,7 @@
 // Fastify routes would write them. The baseline serves with them and micro/serialize.ts races the
 // plugin's derived schemas against them; the bytes must equal the plugin's (run.ts checks).
 
-const book = {
+export const book = {
   type: 'object',
   properties: {
     id: { type: 'string' },

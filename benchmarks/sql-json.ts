@@ -15,6 +15,7 @@ import pg from 'pg'
 import { loadRequest, startServer } from './harness.js'
 import type { LoadRequest, Server } from './harness.js'
 import { BENCH_SCHEMA, databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
+import { book } from './envelope-schemas.js'
 
 const table = `"${BENCH_SCHEMA}"."books" AS "t0"`
 const page = `SELECT "t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."reviewCount", "t0"."averageRating" FROM ${table} ORDER BY "t0"."id" COLLATE "C" ASC LIMIT $1`
@@ -33,20 +34,6 @@ const recordJson = [
   member('averageRating', orNull('to_json("t0"."averageRating")::text'))
 ].join(' || ')
 const pageJson = `SELECT string_agg('{' || ${recordJson} || '}', ',' ORDER BY "t0"."id" COLLATE "C") FROM (${page}) AS "t0"`
-
-const book = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    title: { type: 'string' },
-    authorId: { type: 'string' },
-    year: { type: ['integer', 'null'] },
-    rating: { type: ['number', 'null'] },
-    available: { type: 'boolean' },
-    reviewCount: { type: 'integer' },
-    averageRating: { type: ['number', 'null'] }
-  }
-} as const
 
 type Row = [string, string, string, string | null, number | null, boolean, string, number | null]
 
