@@ -74,7 +74,8 @@ export function listRequestFor (model: ResourceModel, raw: RawQuery, context: Li
   const parsed = parseListQuery(model, raw, context, base)
   // Map order is insertion order: the oldest entry makes room.
   if (cache.size >= requestCacheLimit) cache.delete(cache.keys().next().value as string)
-  cache.set(key, Object.freeze({ ...parsed, query: Object.freeze(parsed.query) }))
+  const { query } = parsed
+  cache.set(key, Object.freeze({ ...parsed, query: Object.freeze({ ...query, sort: Object.freeze(query.sort), window: Object.freeze(query.window) }) }))
   return cache.get(key) as ListRequest
 }
 

@@ -680,7 +680,7 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
     for (const relation of ['books', 'edited']) repoint(shownAuthors, relation, shownBooks)
 
     t.test('one query object, listed again and through a view, reads what each model holds then', async t => {
-      // The routes keep one ListQuery per query text and view (list-query.ts listRequestFor), and
+      // The routes keep one ListQuery per query and view (list-query.ts listRequestFor), and
       // a store may keep what it derives from one (the SQL store its statement).
       const query = listQuery(books, { filter: 'year gt 2000' })
       t.same(idsOf((await store.list(books, query)).items), ['b01', 'b04', 'b06', 'b08', 'b10'])

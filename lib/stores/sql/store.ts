@@ -100,7 +100,7 @@ export class SqlStore implements Store {
   #keys: KeysTable
   /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
   readonly #reads: ReadRouter | undefined
-  /** Lists compiled by query object: the routes keep one per query text and view (listRequestFor). */
+  /** Lists compiled by query object: the routes keep one per query and view (listRequestFor). */
   readonly #compiledLists = new WeakMap<ListQuery, { readonly model: ResourceModel, readonly compiled: CompiledList }>()
 
   constructor (db: SqlDatabase, settings: SqlStoreSettings, reads?: ReadRouter) {
