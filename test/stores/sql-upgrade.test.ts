@@ -1,7 +1,8 @@
 // Schema upgrades over data already stored (upgrades add missing columns and never drop data;
 // fields map to existing columns; a bad table fails at boot, precisely): a table that cannot serve
 // the new schema stops start-up naming table and column and changes nothing; a required field with
-// a default fills the rows already there, which then read, sort and page. On PGlite, and on
+// a default fills the rows already there, which then read, sort and page; a modification time
+// written by someone else reads back as a Date holds it. On PGlite, and on
 // PostgreSQL when DATABASE_URL is set.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
@@ -207,6 +208,19 @@ function upgradeSuite (t: Tap, engine: Engine): void {
     await v2.create(model, { id: 'e1', name: 'E', code: 'c' })
     t.same((await v2.get(model, 'e1'))?.data, { id: 'e1', name: 'E', code: 'c' })
     t.same(await engine.rows(`SELECT is_nullable FROM information_schema.columns WHERE table_schema = '${schema}' AND table_name = 'things' AND column_name = 'code'`), [{ is_nullable: 'NO' }])
+  })
+
+  // The store reads its bookkeeping time as epoch milliseconds (table.ts modifiedAtMillis).
+  t.test('a modification time someone else wrote in microseconds reads back truncated to the millisecond, before 1970 too', async t => {
+    const schema = engine.schema('upgrade_micros')
+    const store = await engine.open(t, { schema })
+    const model = thingsModel(store, V1)
+    await store.prepare?.([model])
+    for (const id of ['m1', 'm2']) await store.create(model, { id, name: 'M' })
+    await engine.rows(`UPDATE "${schema}".things SET modified_at = CASE id WHEN 'm1' THEN '2024-05-01 12:00:00.999999+00'::timestamptz ELSE '1969-12-31 23:59:59.5005+00'::timestamptz END`)
+    const expected = ['2024-05-01T12:00:00.999Z', '1969-12-31T23:59:59.500Z']
+    t.same([(await store.get(model, 'm1'))?.modifiedAt.toISOString(), (await store.get(model, 'm2'))?.modifiedAt.toISOString()], expected, 'RETRIEVE')
+    t.same((await store.list(model, listQuery(model))).items.map(record => record.modifiedAt.toISOString()), expected, 'LIST')
   })
 }
 
