@@ -1,6 +1,7 @@
 // Continuation tokens for keyset paging (spec "Paging" → "Token-based paging" 4, "Paging stability" 2–3):
 // sealed with AES-256-GCM so clients can neither read nor forge positions, and bound to the query they came from.
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
+import { keepBounded } from '../bounded.js'
 
 export interface CursorPosition {
   /** Which side of the anchor item the page lies on. */
@@ -202,9 +203,7 @@ export function createCursorCodec (options: CursorCodecOptions): CursorCodec {
     const kept = shared.get(key)
     if (kept !== undefined && at < kept.until) return kept.token
     const token = seal(position, binding, 1)
-    if (kept === undefined && shared.size >= SHARED_TOKENS_KEPT) shared.delete(shared.keys().next().value as string)
-    shared.set(key, { token, until: at + 1000 })
-    return token
+    return keepBounded(shared, SHARED_TOKENS_KEPT, key, { token, until: at + 1000 }).token
   }
 
   return { seal: (position, binding) => seal(position, binding), open, sealShared }

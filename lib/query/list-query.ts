@@ -12,6 +12,7 @@ import type { FieldModel, RelationModel, ResourceModel } from '../registry/model
 import type { ListQuery, SortKey } from './store-query.js'
 import { unstorableText } from '../values/storable.js'
 import { QueryInvalidError, withInvalidParams } from '../errors.js'
+import { keepBounded } from '../bounded.js'
 import type { InvalidParam } from '../errors.js'
 
 export type RawQuery = Record<string, string | string[] | undefined>
@@ -72,11 +73,8 @@ export function listRequestFor (model: ResourceModel, raw: RawQuery, context: Li
   const cached = cache.get(key)
   if (cached !== undefined) return cached
   const parsed = parseListQuery(model, raw, context, base)
-  // Map order is insertion order: the oldest entry makes room.
-  if (cache.size >= requestCacheLimit) cache.delete(cache.keys().next().value as string)
   const { query } = parsed
-  cache.set(key, Object.freeze({ ...parsed, query: Object.freeze({ ...query, sort: Object.freeze(query.sort), window: Object.freeze(query.window) }) }))
-  return cache.get(key) as ListRequest
+  return keepBounded(cache, requestCacheLimit, key, Object.freeze({ ...parsed, query: Object.freeze({ ...query, sort: Object.freeze(query.sort), window: Object.freeze(query.window) }) }))
 }
 
 /** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
@@ -249,12 +247,7 @@ function buildFilter (model: ResourceModel, text: string | undefined, simple: Ar
     node = node === null ? condition : { kind: 'and', left: node, right: condition }
   }
   if (problems.length > before || node === null) return null
-  if (key.length <= filterKeyLimit) {
-    // Map order is insertion order: the oldest entry makes room.
-    if (cache.size >= filterCacheLimit) cache.delete(cache.keys().next().value as string)
-    cache.set(key, node)
-  }
-  return node
+  return key.length <= filterKeyLimit ? keepBounded(cache, filterCacheLimit, key, node) : node
 }
 
 const typeNames: Readonly<Record<FieldModel['type'], string>> = {

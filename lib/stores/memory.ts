@@ -13,6 +13,7 @@ import { VERSION_MISMATCH } from './store.js'
 import { storedFields } from '../values/storable.js'
 import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
 import { ConflictError } from '../errors.js'
+import { keepBounded } from '../bounded.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 type Predicate = (record: Fields) => boolean
@@ -189,12 +190,10 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     if (index === undefined) {
       const compare = comparator(sort)
       index = { compare, records: [...rows.values()].sort((a, b) => compare(a.data, b.data)) }
-      if (indexes.size >= INDEXES_PER_TABLE) indexes.delete(indexes.keys().next().value as string)
     } else {
       indexes.delete(key) // re-added below as the most recently used
     }
-    indexes.set(key, index)
-    return index
+    return keepBounded(indexes, INDEXES_PER_TABLE, key, index)
   }
 
   /** Every index of the table swaps `previous` (if any) for `next` (if any), staying sorted. */
