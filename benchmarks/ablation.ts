@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildBaselineApp } from './baseline.js'
 import { cases, commonHeaders } from './cases.js'
 import type { BenchCase } from './cases.js'
-import { load, startServer } from './harness.js'
+import { load, median, startServer } from './harness.js'
 import type { Server } from './harness.js'
 import { ablations, benchConfig, buildPluginApp, seededMemoryStore } from './server.js'
 
@@ -42,7 +42,7 @@ async function perRequest (app: FastifyInstance, benchCase: BenchCase, count: nu
 
 /** Median of each variant's samples, printed as one line of the case. */
 function report (benchCase: BenchCase, samples: ReadonlyMap<string, number[]>): Record<string, number> {
-  const medians = Object.fromEntries([...samples].map(([name, list]) => [name, list.sort((a, b) => a - b)[list.length >> 1]]))
+  const medians = Object.fromEntries([...samples].map(([name, list]) => [name, median(list)]))
   process.stdout.write(`${benchCase.name.padEnd(14)} ${Object.entries(medians).map(([name, us]) => `${name} ${us.toFixed(1)} µs`).join('  ')}\n`)
   return medians
 }

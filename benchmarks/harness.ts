@@ -12,6 +12,13 @@ import { hasWrk, wrkLoad } from './wrk.js'
 import type { BenchCase, StoreKind } from './cases.js'
 
 /** A compiled script beside this one (dist/benchmarks/). */
+/** The median of a run's rounds (this machine is noisy: every figure quoted is one). */
+export function median (values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
 export const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
 
 export interface Server {

@@ -7,7 +7,7 @@
 import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
 import type { onRequestHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
-import { loadRequest, startServer } from './harness.js'
+import { loadRequest, median, startServer } from './harness.js'
 import type { LoadRequest, Server } from './harness.js'
 
 async function serve () {
@@ -23,8 +23,6 @@ async function serve () {
   process.stdout.write(`listening ${url}\n`)
   process.on('SIGTERM', () => { app.close().then(() => process.exit(0), () => process.exit(1)) })
 }
-
-const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]
 
 async function main () {
   const [rounds, seconds] = [Number(process.argv[2] ?? 5), Number(process.argv[3] ?? 3)]

@@ -15,7 +15,7 @@ import type { SerializeResult } from './micro/serialize.js'
 import type { FilterParseResult } from './micro/filter-parse.js'
 import type { PagingResult } from './paging.js'
 import type { PostgresPagingResult } from './paging-postgres.js'
-import { answer, caseRequest, driver, here, load, loadRequest, probe, startServer, tokenAt } from './harness.js'
+import { answer, caseRequest, driver, here, load, loadRequest, median, probe, startServer, tokenAt } from './harness.js'
 import { databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
 import type { Measurement, ResponseBytes, Server } from './harness.js'
 import { peers } from './peers.js'
@@ -39,12 +39,6 @@ const settings = {
 
 // Compiled to dist/benchmarks/; results live in the source tree, beside this file's source.
 const resultsDir = fileURLToPath(new URL('../../benchmarks/results/', import.meta.url))
-
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-}
 
 interface CaseResult {
   readonly store: StoreKind

@@ -16,6 +16,7 @@ import pg from 'pg'
 import { postgresStore } from '../lib/index.js'
 import { fillStore, generate } from './seed.js'
 import { hasWrk, wrkLoad } from './wrk.js'
+import { median } from './harness.js'
 import type { DriverResult, LoadRequest } from './harness.js'
 
 const { CLUSTER_DATABASE_URL: bouncerUrl, CLUSTER_PRIMARY_URL: primaryUrl, CLUSTER_READ_URL: replicaUrl, REDIS_URL: redisUrl = 'redis://127.0.0.1:6379' } = process.env
@@ -54,8 +55,6 @@ async function stop (child: ChildProcess): Promise<void> {
   child.kill('SIGTERM')
   await exited
 }
-
-const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
 async function main () {
   if (bouncerUrl === undefined || primaryUrl === undefined || replicaUrl === undefined) throw new Error('run `eval "$(.ci/cluster.sh)"` first: CLUSTER_DATABASE_URL, CLUSTER_PRIMARY_URL and CLUSTER_READ_URL are needed')

@@ -12,7 +12,7 @@
 import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
 import pg from 'pg'
-import { loadRequest, startServer } from './harness.js'
+import { loadRequest, median, startServer } from './harness.js'
 import type { LoadRequest, Server } from './harness.js'
 import { BENCH_SCHEMA, databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
 import { book } from './envelope-schemas.js'
@@ -56,8 +56,6 @@ async function serve () {
   process.stdout.write(`listening ${url}\n`)
   process.on('SIGTERM', () => { app.close().then(async () => { await pool.end() }).then(() => process.exit(0), () => process.exit(1)) })
 }
-
-const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]
 
 async function main () {
   if (databaseUrl() === undefined) throw new Error('DATABASE_URL is not set')
