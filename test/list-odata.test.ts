@@ -210,7 +210,7 @@ t.test('the OpenAPI document lists the OData names beside the parameters they st
   const names = (path: string) => (document.paths[path].get.parameters as Json[]).filter(parameter => parameter.in === 'query').map(parameter => parameter.name as string)
   t.same(names('/books').filter(name => name.startsWith('$')), ['$select', '$filter', '$orderby', '$skip', '$top', '$count', '$expand'])
   t.same(names('/books/{id}').filter(name => name.startsWith('$')), ['$select', '$expand'])
-  const top = (document.paths['/books'].get.parameters as Json[]).find(parameter => parameter.name === '$top')
+  const top = (document.paths['/books'].get.parameters as Json[]).find(parameter => parameter.name === '$top') as Json
   t.match(top, { description: /^OData's name of pageSize, not to be sent with it\./, schema: { type: 'integer', minimum: 0, maximum: 100 } })
   t.notOk('default' in top.schema, 'no default: a client sending defaults would send both names')
 })
