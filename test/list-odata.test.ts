@@ -178,6 +178,11 @@ t.test('page links use the conventions\' names; following them, or a token with 
   t.same(pages.flatMap(body => idsOf(body)), byYear, 'every book once, in the order asked')
   t.same(pages.flatMap(body => linksOf(body)).filter(link => /\$|%24/.test(link.href)), [], 'no link holds an OData name')
   t.equal(hrefOf(pages[0], 'first'), '/v1/books?sort=-year&fields=year&pageSize=1')
+  // docs/query-language.md "OData names", its example.
+  const example = (await app.inject({ url: `/v1/books?${query(['$filter', 'year ge 1960'], ['$orderby', 'year desc'], ['$top', '1'], ['$select', 'year'], ['$count', 'true'])}` })).json()
+  t.same(example.meta, { pageSize: 1, total: 3 })
+  t.same(example.data.books.map((book: Json) => book.year), [1974])
+  t.equal(hrefOf(example, 'self'), '/v1/books?filter=year%20ge%201960&sort=-year&fields=year&total=true&pageSize=1')
 
   // A token made under OData names continues under the conventions', and the other way round.
   const filter = 'year gt 1960'
