@@ -263,10 +263,11 @@ const orderby: Entry<SortKey[]> = name => {
 
 /**
  * The OData system query options (OData 4.01 URL conventions, "System Query Options") as OData
- * client libraries write them: each stands for the parameter it names, with its meaning and its
- * errors, reported under the name sent; `$orderby` has OData's own syntax. Both names of one option together are a 400
- * (list-query.ts). `$search` and `$apply` take one line each here once `search` and `apply` exist;
- * until then they are unknown names, as `search` and `apply` are. In the order of the table above.
+ * client libraries write them, in the order of the table above: each stands for the parameter it
+ * names, with its meaning and its errors, reported under the name sent; `$orderby` has OData's own
+ * syntax. Both names of one option together are a 400 (list-query.ts). `$search` and `$apply` take
+ * one line each here once `search` and `apply` exist; until then they are unknown names, as
+ * `search` and `apply` are.
  */
 const odataNames = {
   $select: 'fields',
