@@ -8,7 +8,7 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
-import { request } from 'node:http'
+import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -97,10 +97,15 @@ function refused (url: string) {
   })
 }
 
-/** A CREATE whose body is held back after five bytes, so that it is in flight until `finish()`. */
-function slowCreate (url: string, name: string) {
+/**
+ * A CREATE whose body is held back after five bytes, so that it is in flight until `finish()`, from
+ * a client that would keep its connection open for a minute, as a proxy or a browser may.
+ */
+function slowCreate (t: Test, url: string, name: string) {
+  const agent = new Agent({ keepAlive: true, timeout: 60_000 })
+  t.teardown(() => agent.destroy())
   const body = JSON.stringify({ name })
-  const req = request(`${url}/v1/authors`, { method: 'POST', headers: { ...auth, 'content-length': String(Buffer.byteLength(body)) } })
+  const req = request(`${url}/v1/authors`, { agent, method: 'POST', headers: { ...auth, 'content-length': String(Buffer.byteLength(body)) } })
   const response = new Promise<{ status: number, name: string }>((resolve, reject) => {
     req.on('response', res => {
       let text = ''
@@ -114,7 +119,7 @@ function slowCreate (url: string, name: string) {
 /** Signals npm's own pid mid-request; the request finishes, then the service is gone within 10 s. */
 async function stopsGracefully (t: Test, start: NpmStart, signal: 'SIGTERM' | 'SIGINT') {
   const url = await start.url
-  const create = slowCreate(url, `In flight at ${signal}`)
+  const create = slowCreate(t, url, `In flight at ${signal}`)
   // The server has the headers and waits for the rest of the body.
   await start.line(text => text.includes('"msg":"incoming request"') && text.includes('"method":"POST"'))
   const sent = performance.now()
