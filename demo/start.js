@@ -41,12 +41,14 @@ function digest (paths) {
   return hash.digest('hex')
 }
 
-/** Runs tsc; true when it succeeded. A signal meanwhile stops tsc too, so nothing is left running. */
-async function build () {
+/** Runs tsc, saying why; true when it succeeded. A signal meanwhile stops tsc too, so nothing is left running. */
+async function build (why) {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
   const child = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.demo.json')], { stdio: 'inherit' })
   const stop = signal => child.kill(signal)
   process.on('SIGTERM', stop).on('SIGINT', stop)
+  // Said once a signal would reach tsc, so that whoever reads it may stop the build.
+  console.log(`demo: building to dist/ (${why}): tsc -p tsconfig.demo.json`)
   const [code] = await once(child, 'exit')
   process.off('SIGTERM', stop).off('SIGINT', stop)
   return code === 0
@@ -57,8 +59,7 @@ const built = existsSync(stamp) ? readFileSync(stamp, 'utf8') : ''
 if (built === `${before} ${digest(outputs)}`) {
   console.log('demo: dist/ is up to date with the sources, not building')
 } else {
-  console.log(`demo: building to dist/ (${built === '' ? 'no build yet' : 'the sources or dist/ changed since the last build'}): tsc -p tsconfig.demo.json`)
-  if (!await build()) {
+  if (!await build(built === '' ? 'no build yet' : 'the sources or dist/ changed since the last build')) {
     // A failed or stopped build never leaves the previous build to run.
     console.error('demo: the build failed or was stopped; not starting')
     process.exit(1)

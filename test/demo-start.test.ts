@@ -6,15 +6,16 @@
 // there never rewrites the dist/ that other test files run at the same time.
 import t from 'tap'
 import type { Test } from 'tap'
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 
 // Two builds of the demo (a fresh clone, then a changed source) take long on a busy machine.
 t.setTimeout(400_000)
@@ -177,4 +178,12 @@ t.test('a build output changed by anything else is rebuilt; SIGTERM to npm durin
   t.not(code, 0, 'npm reports the stopped start as a failure')
   t.match(stderr, /^demo: the build failed or was stopped; not starting$/m)
   t.notOk(start.lines.some(text => text.startsWith('Books demo API')), 'nothing was started')
+})
+
+t.test('every source tsc compiles for the demo lies in the folders demo/start.js compares (lib/, demo/)', async t => {
+  const { stdout } = await promisify(execFile)(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.demo.json', '--listFilesOnly'], { cwd: root })
+  const sources = stdout.split('\n').filter(file => file !== '' && !file.includes('/node_modules/')).map(file => relative(root, file))
+  t.ok(sources.includes('demo/server.ts') && sources.includes('lib/index.ts'), 'the list holds the demo and the package')
+  // A source elsewhere (a schemas/ folder, say) must join `inputs` in demo/start.js, or a change to it would not rebuild.
+  t.same(sources.filter(file => !/^(lib|demo)\//.test(file)), [])
 })
