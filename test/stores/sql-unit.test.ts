@@ -119,6 +119,10 @@ t.test('the address of the database is checked before anything connects, naming 
   for (const [dataDir, received] of [['', '""'], [7, '7']] as const) {
     await t.rejects(pgliteStore({ dataDir: dataDir as string }), invalid(`pgliteStore.dataDir must be a directory path, received ${received}`))
   }
+  for (const [poolOptions, received] of [['max=4', '"max=4"'], [null, 'null'], [[], 'a value of type object']] as const) {
+    await t.rejects(postgresStore({ connectionString: 'postgres://x@127.0.0.1:1/y', poolOptions: poolOptions as object }), invalid(`postgresStore.poolOptions must be an object of node-postgres pool settings, received ${received}`))
+  }
+  await t.rejects(pgliteStore({ dataDir: '/nonexistent', migrate: 'no' as never }), invalid('pgliteStore.migrate must be true or false, received "no"'))
   // Left out, the address is node-postgres's PG* defaults; an undefined readConnectionString is no replica.
   await t.rejects(postgresStore({ queryTimeoutMillis: 1000, readConnectionString: undefined, poolOptions: { host: '127.0.0.1', port: 1 } }), { code: 'ECONNREFUSED' })
 })

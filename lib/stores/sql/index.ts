@@ -180,6 +180,10 @@ function checkPostgresOptions (options: PostgresStoreOptions) {
   if (pool === undefined && Object.hasOwn(options, 'connectionString')) checkUrl(connectionString, 'connectionString')
   // readConnectionString undefined is no replica, as when it is left out.
   if (readConnectionString !== undefined) checkUrl(readConnectionString, 'readConnectionString')
+  const { poolOptions } = options
+  if (poolOptions !== undefined && (typeof poolOptions !== 'object' || poolOptions === null || Array.isArray(poolOptions))) {
+    throw new OptionsInvalidError(`postgresStore.poolOptions must be an object of node-postgres pool settings, received ${described(poolOptions)}`)
+  }
   if (redis !== undefined && typeof (redis as { eval?: unknown } | null)?.eval !== 'function') {
     throw new OptionsInvalidError('postgresStore.redis must be an ioredis client')
   }
@@ -205,7 +209,8 @@ function checkOptions (options: SqlStoreOptions, known: readonly string[], facto
     }
     refuseUnknownKeys(mapping, tableKeys, `${factory}.tables.${name}`)
   }
-  const { schema, retryAfterSeconds } = options
+  const { schema, retryAfterSeconds, migrate } = options
+  if (migrate !== undefined && typeof migrate !== 'boolean') throw new OptionsInvalidError(`${factory}.migrate must be true or false, received ${described(migrate)}`)
   if (schema !== undefined && (typeof schema !== 'string' || schema === '' || schema.includes('\u0000'))) {
     throw new OptionsInvalidError(`${factory}.schema must be a non-empty name, received ${described(schema)}`)
   }
