@@ -164,8 +164,8 @@ const described = (value: unknown) => typeof value === 'string'
 
 function checkPostgresOptions (options: PostgresStoreOptions) {
   checkOptions(options, postgresKeys, 'postgresStore')
-  const { pool, connectionString, readPool, readConnectionString, redis, pooler = 'none' } = options
-  if (pool !== undefined && (connectionString !== undefined || options.poolOptions !== undefined)) {
+  const { pool, connectionString, poolOptions, readPool, readConnectionString, redis, pooler = 'none' } = options
+  if (pool !== undefined && (connectionString !== undefined || poolOptions !== undefined)) {
     throw new OptionsInvalidError('postgresStore: give either pool, or connectionString and poolOptions, not both')
   }
   if (readPool !== undefined && readConnectionString !== undefined) throw new OptionsInvalidError('postgresStore: give either readPool or readConnectionString, not both')
@@ -180,7 +180,6 @@ function checkPostgresOptions (options: PostgresStoreOptions) {
   if (pool === undefined && Object.hasOwn(options, 'connectionString')) checkUrl(connectionString, 'connectionString')
   // readConnectionString undefined is no replica, as when it is left out.
   if (readConnectionString !== undefined) checkUrl(readConnectionString, 'readConnectionString')
-  const { poolOptions } = options
   if (poolOptions !== undefined && (typeof poolOptions !== 'object' || poolOptions === null || Array.isArray(poolOptions))) {
     throw new OptionsInvalidError(`postgresStore.poolOptions must be an object of node-postgres pool settings, received ${described(poolOptions)}`)
   }
