@@ -9,7 +9,7 @@ import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema }
 import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
 import { createAjv } from './validation.js'
-import { createCursorCodec } from './query/cursor.js'
+import { createCursorCodec, warnOfRandomSecret } from './query/cursor.js'
 import { buildRouteTable, createRouteIndex, registerRoute } from './routes/table.js'
 import type { RouteContext } from './routes/context.js'
 import { assignStores } from './routes/stores.js'
@@ -36,7 +36,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   for (const store of stores) await store.prepare?.(models.filter(model => assigned(model) === store), { idempotencyKeys: options.idempotency !== null })
   if (options.metrics !== null) app.addHook('onClose', options.metrics.watch(stores))
   const prefix = routePrefix(app)
-  if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
+  if (options.cursorSecretGenerated) warnOfRandomSecret(app.log)
 
   // One codec seals the links' tokens and opens them: keys derived once, shared tokens kept once.
   const cursor = createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds })
