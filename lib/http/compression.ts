@@ -41,8 +41,9 @@ export function resolveCompression (value: unknown): ResolvedCompression | null 
   return Object.freeze({ threshold: positiveIntegerOr(given.threshold, 'compression.threshold', 1024), encodings: Object.freeze([...encodings]) })
 }
 
-// Brotli's own default, quality 11, takes about 30 times as long as quality 4 for a few per cent
-// fewer bytes: too slow for bodies made per request (benchmarks/README.md, "Compression").
+// Brotli's own default, quality 11, takes about 100 times as long as quality 4 for 8 to 25 % fewer
+// bytes: far too slow for bodies made per request; 5 takes up to half as long again as 4 for 2 to
+// 12 % fewer (benchmarks/README.md, "Compression").
 const brotliQuality = 4
 const brotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: brotliQuality } }
 
