@@ -122,7 +122,8 @@ export async function registerCompression (app: FastifyInstance, settings: Resol
     globalDecompression: false
   })
   app.addHook('onRoute', function afterCompression (route: RouteOptions) {
-    const onSend = [route.onSend ?? []].flat() as onSendHookHandler[]
+    // An array by now, @fastify/compress's step last (it makes one of whatever the route had).
+    const onSend = route.onSend as onSendHookHandler[]
     if (route.method === 'HEAD') compressHead(onSend)
     route.onSend = [...onSend, codedHeaders]
   })
