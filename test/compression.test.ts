@@ -140,6 +140,9 @@ t.test('the constant bodies (the document, the script) are compressed once per c
     t.same([head.headers['content-encoding'], head.headers['content-length'], head.rawPayload.length], ['br', String(first.rawPayload.length), 0], 'HEAD: GET\'s headers')
     // Brotli takes most of the first answer's time; kept, the body is only sent.
     t.ok(heading + sending < making, `${url}: made and sent in ${making.toFixed(1)} ms, then HEAD in ${heading.toFixed(1)} and GET in ${sending.toFixed(1)}`)
+    const identity = await app.inject({ url, headers: { 'accept-encoding': 'identity' } })
+    t.same([identity.headers['content-encoding'], identity.rawPayload.length], [undefined, Number(identity.headers['content-length'])], 'no coding accepted: as it is')
+    t.ok(decoded(first).equals(identity.rawPayload))
   }
 })
 

@@ -86,7 +86,9 @@ function compressOnce (settings: ResolvedCompression): onSendHookHandler {
   // By path: a GET and its HEAD share them.
   const madeAt = new Map<string, Map<Coding, { readonly source: string, readonly body: Promise<Buffer> }>>()
   return function compressedOnce (request, reply, payload, done) {
-    if (request.routeOptions.config.constantBody !== true || typeof payload !== 'string' || Buffer.byteLength(payload) < settings.threshold) return done(null, payload)
+    // Cheapest first: this runs on every answer (routeOptions is a getter that builds an object).
+    if (request.headers['accept-encoding'] === undefined || typeof payload !== 'string' ||
+      request.routeOptions.config.constantBody !== true || Buffer.byteLength(payload) < settings.threshold) return done(null, payload)
     const coding = acceptedCodings(request, settings.encodings)[0] as Coding | undefined
     if (coding === undefined) return done(null, payload)
     const path = request.routeOptions.url as string
