@@ -181,6 +181,7 @@ t.test('If-None-Match: 304 with the tag the client holds, in a coding it still a
     // [Accept-Encoding, If-None-Match, status, ETag, Content-Encoding]
     ['br', '"1+br"', 304, '"1+br"', undefined],
     ['gzip, br', '"1+gzip"', 304, '"1+gzip"', undefined],
+    ['x-gzip', '"1+gzip"', 304, '"1+gzip"', undefined],
     ['br', '"1"', 304, '"1"', undefined],
     ['br', '"0+br", W/"1+br"', 304, '"1+br"', undefined],
     ['br', '*', 304, '"1"', undefined],

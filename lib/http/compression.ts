@@ -166,8 +166,9 @@ function codedHeaders (_request: FastifyRequest, reply: FastifyReply, payload: u
 export function acceptedCodings (request: FastifyRequest, offered: readonly Coding[]): readonly string[] {
   const header = request.headers['accept-encoding']
   if (header === undefined || offered.length === 0) return []
-  // Ties go to the order offered, as @fastify/compress breaks them (@types/negotiator omits the option).
-  const negotiator = new Negotiator({ headers: { 'accept-encoding': header } }) as unknown as PreferringNegotiator
+  // `x-gzip` is gzip (RFC 9110 §8.4.1.3), as @fastify/compress reads it; ties go to the order
+  // offered, as it breaks them (@types/negotiator omits the option).
+  const negotiator = new Negotiator({ headers: { 'accept-encoding': header.replace(/x-gzip/gi, 'gzip') } }) as unknown as PreferringNegotiator
   return negotiator.encodings(offered, { preferred: offered }).filter(coding => coding !== 'identity')
 }
 
