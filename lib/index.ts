@@ -19,6 +19,7 @@ import { registerProblemPages } from './problem-pages.js'
 import { registerPreflightRoute } from './security/cors.js'
 import { routeUnmetExpectations } from './security/limits.js'
 import { registerOpenApi } from './openapi/index.js'
+import { registerCompression } from './http/compression.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
 import { compileRules } from './rules/compile.js'
 import { createViews } from './rules/view.js'
@@ -70,6 +71,8 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     allowedMethods: path => routes.allowedAt(path)
   })
   installPipeline(app, buildPipeline(app, options, models, context, storeTiming))
+  // Before any route, so every route of the plugin (and none of the host's) is compressed.
+  await registerCompression(app, options.compression)
   routeUnmetExpectations(app.server, prefix)
   registerPreflightRoute(app)
   // Before the resource routes, or they go undocumented.
@@ -119,6 +122,7 @@ export type { CorsOptions } from './security/cors.js'
 export type { RateLimitOptions, RedisClient } from './security/rate-limit.js'
 export type { DeprecationOptions } from './security/deprecation.js'
 export type { ResourcePolicy } from './security/headers.js'
+export type { CompressionOptions } from './http/compression.js'
 export type { AuditValues } from './security/audit-headers.js'
 export { genReqId } from './security/request-id.js'
 export { createClientErrorHandler, createFrameworkErrorHandler } from './security/limits.js'

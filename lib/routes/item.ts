@@ -11,7 +11,8 @@ import { sendEmpty } from '../idempotency.js'
 import type { Link } from '../envelope/index.js'
 import { parseItemQuery, readableFields, representationVariant } from '../query/list-query.js'
 import type { RawQuery } from '../query/list-query.js'
-import { evaluatePreconditions, formatETag, hasPreconditions, readPreconditions, variantTag } from '../http/conditional.js'
+import { evaluatePreconditions, formatETag, hasPreconditions, heldETag, readPreconditions, variantTag } from '../http/conditional.js'
+import { acceptedCodings } from '../http/compression.js'
 import type { Preconditions } from '../http/conditional.js'
 import {
   BodyInvalidError, ConflictError, IdMismatchError, NotFoundError, PreconditionFailedError,
@@ -38,6 +39,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
   const { rules } = steps
   const notFound = (id: string) => new NotFoundError(`${model.singular} ${id}`)
   const requireIfMatch = model.requireIfMatch ?? context.options.requireIfMatch
+  const offeredCodings = context.options.compression?.encodings ?? []
   // Read-only fields besides the id: set by the server (serverValues, hooks, a store of the host's), never by a client.
   const serverOwned = [...model.fields.values()].filter(field => field.readOnly && field.name !== model.idField).map(field => field.name)
   /** What a REPLACE keeps of the stored record: what the client could not have sent (server-owned, or not its to write). */
@@ -102,7 +104,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
       variant += JSON.stringify(related)
       modifiedAt = null
     }
-    const etag = formatETag(record.version, variantTag(formatVariant(request, variant)))
+    const etag = heldETag(formatETag(record.version, variantTag(formatVariant(request, variant))), preconditions.ifNoneMatch, () => acceptedCodings(request, offeredCodings))
     writeHeaders(reply, etag, modifiedAt)
     if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt }, true) === 'not-modified') {
       return reply.code(304).send()
