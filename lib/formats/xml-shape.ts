@@ -191,7 +191,8 @@ export function describeXml (schema: JsonSchema, refs: RefResolver, root?: XmlRo
 }
 
 function annotate (schema: JsonSchema, shape: Shape, isRoot = false): JsonSchema {
-  if (shape.tagged) return { ...schema, description: noted(schema.description, freeFormNote) }
+  // A value that can only be null (a nullable's other branch) is xsi:nil: it has no type to tell.
+  if (shape.tagged) return shape.kinds.size === 0 ? schema : { ...schema, description: noted(schema.description, freeFormNote) }
   const copy: JsonSchema = { ...schema }
   if (typeof schema.items === 'object') {
     copy.xml = { ...(schema.xml as object | undefined), wrapped: true }

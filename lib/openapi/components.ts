@@ -89,14 +89,13 @@ function shareHeaders (headers: Shared, response: Response): Response {
   return { ...response, headers: Object.fromEntries(shared) }
 }
 
-/** Answers without a body of their own to describe (204, 304) and the problems (4xx, 5xx): the ones operations repeat. */
-const isShared = (status: string) => status === '204' || Number(status) >= 300
 
 /**
- * Problem responses (and 204s, 304s) are the same on many operations but for the reason their
- * description gives: one component per status and shape (with both problem types, JSON only, or
- * without a body for HEAD), with the reason most operations give; an operation that says more
- * gives its own description beside the $ref (an OpenAPI 3.1 Reference Object may).
+ * Responses are the same on many operations but for what their description says: one component
+ * per status and shape (a problem with both problem types, JSON only, or without a body for HEAD; a
+ * page of books on /books and /authors/{id}/books), with the description most operations give;
+ * an operation that says more gives its own beside the $ref (an OpenAPI 3.1 Reference Object may).
+ * A shape used once stays where it is.
  */
 function shareResponses (openapi: ComponentsObject, responses: Shared): void {
   const uses: Array<{ operation: Operation, status: string, response: Response, shape: string }> = []
@@ -104,7 +103,6 @@ function shareResponses (openapi: ComponentsObject, responses: Shared): void {
   for (const item of Object.values(openapi.paths)) {
     for (const operation of Object.values(item)) {
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, Response]>) {
-        if (!isShared(status)) continue
         const { description, ...rest } = response
         const shape = `${status} ${JSON.stringify(rest)}`
         uses.push({ operation, status, response, shape })
@@ -116,11 +114,16 @@ function shareResponses (openapi: ComponentsObject, responses: Shared): void {
   // The shape most operations answer a status with is named by the status (`404`); the others say how they differ.
   const byUse = [...reasons].sort(([, a], [, b]) => total(b) - total(a)).map(([shape]) => shape)
   for (const { operation, status, response, shape } of uses) {
+    if (total(reasons.get(shape) as Map<string, number>) === 1) continue
     const counts = [...(reasons.get(shape) as Map<string, number>)]
     const [usual] = counts.reduce((most, entry) => entry[1] > most[1] ? entry : most)
     const first = byUse.find(other => other.startsWith(`${status} `)) === shape
-    const suffix = first ? '' : response.content === undefined ? '-without-body' : Object.keys(response.content).length === 1 ? '-json-only' : ''
-    const ref = responses.ref(`${status}${suffix}`, { ...response, description: usual })
+    const problem = Number(status) >= 400
+    const suffix = first || !problem ? '' : response.content === undefined ? '-without-body' : Object.keys(response.content).length === 1 ? '-json-only' : ''
+    // A success with a body is named by it (`BookList`); a problem, or an answer without a body, by its status.
+    const body = Object.values(response.content ?? {})[0] as MediaType | undefined
+    const named = !problem && typeof body?.schema.$ref === 'string' ? `${body.schema.$ref.slice(body.schema.$ref.lastIndexOf('/') + 1)}` : `${status}${suffix}`
+    const ref = responses.ref(named, { ...response, description: usual })
     operation.responses[status] = response.description === usual ? ref : { ...ref, description: response.description }
   }
 }

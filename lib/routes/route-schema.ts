@@ -75,18 +75,21 @@ function filterValue (field: FieldModel): JsonSchema {
   return field.nullable && field.type !== 'string' ? { anyOf: [value, { type: 'string', enum: ['null'] }] } : value
 }
 
-/** Repeated, a simple filter matches any of its values: documented as an array, which generated clients send repeated. */
-const repeatable = (field: FieldModel, description: string): JsonSchema =>
-  ({ type: 'array', items: filterValue(field), minItems: 1, description: `${description}; repeated, any of the values.` })
+/**
+ * Repeated, a simple filter matches any of its values: documented as an array, which generated
+ * clients send repeated. What they do is said once, in LIST's description.
+ */
+const repeatable = (field: FieldModel): JsonSchema => ({ type: 'array', items: filterValue(field), minItems: 1 })
+const simpleFilterProse = 'Any other parameter is a simple filter, named after a field or a related resource\'s field (author.country): the field equals the value; repeated, any of the values.'
 
 function simpleFilters (model: ResourceModel): Record<string, JsonSchema> {
   const filters: Record<string, JsonSchema> = {}
   for (const field of model.fields.values()) {
-    if (field.type !== 'json' && !listParameterNames.has(field.name)) filters[field.name] = repeatable(field, `Simple filter: ${field.name} equals the value`)
+    if (field.type !== 'json' && !listParameterNames.has(field.name)) filters[field.name] = repeatable(field)
   }
   for (const relation of model.relations.values()) {
     for (const field of relation.target.fields.values()) {
-      if (field.type !== 'json') filters[`${relation.name}.${field.name}`] = repeatable(field, `Simple filter: the related ${relation.target.singular}'s ${field.name} equals the value`)
+      if (field.type !== 'json') filters[`${relation.name}.${field.name}`] = repeatable(field)
     }
   }
   return filters
@@ -165,7 +168,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
   const names = schemaNames(model)
   return {
     ...tagged(model, options, `list${pascal(model.name)}`, `List ${model.name}`,
-      `LIST: a page of ${model.name}, filtered, sorted and paged by the query language. An empty result is 200 with an empty array.`),
+      `LIST: a page of ${model.name}, filtered, sorted and paged by the query language. An empty result is 200 with an empty array. ${simpleFilterProse}`),
     querystring: listQuerystring(model),
     headers: requestHeaders(),
     produces: successTypes,
@@ -186,7 +189,7 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
   const child = relation.target
   return {
     ...tagged(parent, options, `list${pascal(parent.singular)}${pascal(relation.name)}`, `List ${a(parent.singular)}'s ${relation.name}`,
-      `LIST of the ${relation.name} whose ${relation.field} is this ${parent.singular}, with the same query language and links as /${child.name}.`),
+      `LIST of the ${relation.name} whose ${relation.field} is this ${parent.singular}, with the same query language and links as /${child.name}. ${simpleFilterProse}`),
     params: idParams(parent),
     querystring: listQuerystring(child),
     headers: requestHeaders(),
