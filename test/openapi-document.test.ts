@@ -62,8 +62,8 @@ function schemasOf (value: unknown, at: string, found: Array<{ at: string, schem
 const openApiKeywords = ['xml', 'example', 'discriminator', 'externalDocs', ...new Set(JSON.stringify(document).match(/"x-[A-Za-z-]+"(?=:)/g)?.map(key => key.slice(1, -1)))]
 
 /** A validator of the given draft with every document schema compiled in strict mode; `#/components/schemas/X` refs as `urn:schema:X`. */
-function strictValidator (draft: typeof Ajv | typeof Ajv2020) {
-  const ajv = new draft({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, allErrors: true, validateFormats: true })
+function strictValidator (Draft: typeof Ajv | typeof Ajv2020) {
+  const ajv = new Draft({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, allErrors: true, validateFormats: true })
   addFormats(ajv)
   ajv.addVocabulary(openApiKeywords)
   const rewrite = (schema: Json): Json => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"urn:schema:'))

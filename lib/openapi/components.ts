@@ -89,7 +89,6 @@ function shareHeaders (headers: Shared, response: Response): Response {
   return { ...response, headers: Object.fromEntries(shared) }
 }
 
-
 /**
  * Responses are the same on many operations but for what their description says: one component
  * per status and shape (a problem with both problem types, JSON only, or without a body for HEAD; a

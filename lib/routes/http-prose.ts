@@ -66,8 +66,10 @@ const commonRequestHeaders: Record<string, JsonSchema> = {
   }
 }
 const etagList = 'A list of entity tags, or *.'
+// http/conditional.ts: * or a comma-separated list of entity tags (RFC 9110 §8.8.3); otherwise 400.
+export const etagListPattern = '^(?:\\*|(?:W/)?"[\\x21\\x23-\\x7e]*"(?:, ?(?:W/)?"[\\x21\\x23-\\x7e]*")*)$'
 // One If-None-Match for reads and writes, so the document holds it once.
-const ifNoneMatch: JsonSchema = { type: 'string', description: `${etagList} On a read, when one matches the current representation the answer is 304 without a body (RFC 9110 §13.1.2); on a write, a match is 412.` }
+const ifNoneMatch: JsonSchema = { type: 'string', pattern: etagListPattern, description: `${etagList} On a read, when one matches the current representation the answer is 304 without a body (RFC 9110 §13.1.2); on a write, a match is 412.` }
 export const retrieveHeaders: Record<string, JsonSchema> = {
   'If-None-Match': ifNoneMatch,
   'If-Modified-Since': { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' }
@@ -79,7 +81,7 @@ export function writeHeaders (options: SchemaOptions, extra: Record<string, Json
     properties: {
       ...commonRequestHeaders,
       ...extra,
-      'If-Match': { type: 'string', description: `${etagList} The write happens only if one names the current version, else 412 (optimistic concurrency).${options.requireIfMatch ? ' Required: without it the answer is 428.' : ''}` },
+      'If-Match': { type: 'string', pattern: etagListPattern, description: `${etagList} The write happens only if one names the current version, else 412 (optimistic concurrency).${options.requireIfMatch ? ' Required: without it the answer is 428.' : ''}` },
       'If-None-Match': ifNoneMatch,
       'If-Unmodified-Since': { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' }
     },

@@ -14,7 +14,7 @@ import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
 import { lidSchema, localIdSchema } from './batch.js'
 import type { RouteContext } from './context.js'
-import { componentHint, componentNames, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
+import { componentHint, componentNames, etagListPattern, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
 export interface SchemaOptions {
@@ -417,7 +417,7 @@ function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modif
       resource: { type: 'string', enum: [model.name] },
       ...target,
       // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
-      ifMatch: { type: 'string', description: 'As the If-Match header of the single request.' },
+      ifMatch: { type: 'string', pattern: etagListPattern, description: 'As the If-Match header of the single request.' },
       ...(op === 'delete' ? {} : { data: batchData(model, op) })
     },
     required: ['op', 'resource', ...(op === 'create' ? [] : ['id']), ...(op === 'delete' ? [] : ['data'])],
