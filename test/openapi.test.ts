@@ -464,11 +464,25 @@ t.test('the reference page is served without credentials, with its own CSP', asy
   t.equal(api.headers['content-security-policy'], "default-src 'none'; frame-ancestors 'none'")
 })
 
+t.test('openapi.license is info.license, as given', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  const license = { name: 'Proprietary', url: 'https://example.com/terms' }
+  await app.register(apiConventions, { resources: demoResources(memoryStore()), openapi: { license } })
+  t.same((await app.inject({ url: '/openapi.json' })).json().info.license, license)
+})
+
 t.test('a bad openapi option stops registration naming it', async t => {
   for (const [openapi, message] of [
     ['yes', /openapi must be an object/],
     [{ title: '' }, /openapi.title must be a non-empty string, received ""/],
-    [{ version: 2 }, /openapi.version must be a non-empty string, received 2/]
+    [{ version: 2 }, /openapi.version must be a non-empty string, received 2/],
+    [{ license: 'MIT' }, /openapi.license must be an object \{ name, identifier\? or url\? \}, received "MIT"/],
+    [{ license: null }, /openapi.license must be an object/],
+    [{ license: { identifier: 'MIT' } }, /openapi.license.name must be a non-empty string, received undefined/],
+    [{ license: { name: 'MIT', spdx: 'MIT' } }, /openapi.license.spdx is not a known key/],
+    [{ license: { name: 'MIT', url: 7 } }, /openapi.license.url must be a non-empty string, received 7/],
+    [{ license: { name: 'MIT', identifier: 'MIT', url: 'https://opensource.org/license/mit' } }, /openapi.license takes an identifier or a url, not both/]
   ] as const) {
     const app = Fastify()
     t.teardown(() => app.close())
