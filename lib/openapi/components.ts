@@ -32,7 +32,7 @@ class Shared {
 
   /** Whether the value was used more than once. */
   repeated (value: Json): boolean {
-    return (this.#uses.get(JSON.stringify(value)) ?? 0) > 1
+    return (this.#uses.get(JSON.stringify(value)) as number) > 1
   }
 
   ref (name: string, value: Json): { $ref: string } {
@@ -53,14 +53,13 @@ class Shared {
  * hint (`Book.sort`), or by its own name where it is the same for every resource (`filter`).
  */
 function documentedParameter (parameter: Parameter): { hint: string, shared: Parameter } {
-  const { [componentHint]: hint, ...schema } = parameter.schema ?? {}
-  // Defaults are said by leaving them out: `required: false`; in a query, style form with explode true.
-  const { required, style, explode, ...rest } = parameter
+  const { [componentHint]: hint, ...schema } = parameter.schema as JsonSchema
+  // Defaults are said by leaving them out: `required: false`, and a query's style form with explode
+  // true, which route-schema.ts gives every query parameter (headers and paths have no style).
+  const { required, style: _style, explode: _explode, ...rest } = parameter
   const shared: Parameter = { ...rest, ...(required === true ? { required } : {}), schema }
-  const isQuery = parameter.in === 'query'
   // Style form, explode false: `sort=-year,title`, the spec's form (query/parameters.ts).
-  if (isQuery && listValuedNames.has(parameter.name)) Object.assign(shared, { style: 'form', explode: false })
-  else if (!isQuery || style !== 'form' || explode !== true) Object.assign(shared, style === undefined ? {} : { style }, explode === undefined ? {} : { explode })
+  if (parameter.in === 'query' && listValuedNames.has(parameter.name)) Object.assign(shared, { style: 'form', explode: false })
   return { hint: typeof hint === 'string' ? hint : parameter.name, shared }
 }
 
@@ -94,7 +93,7 @@ function shareHeaders (headers: Shared, response: Response): Response {
  * per status and shape (a problem with both problem types, JSON only, or without a body for HEAD; a
  * page of books on /books and /authors/{id}/books), with the description most operations give;
  * an operation that says more gives its own beside the $ref (an OpenAPI 3.1 Reference Object may).
- * A shape used once stays where it is.
+ * A success used once stays where it is; every problem is a reference.
  */
 function shareResponses (openapi: ComponentsObject, responses: Shared): void {
   const uses: Array<{ operation: Operation, status: string, response: Response, shape: string }> = []
@@ -113,12 +112,12 @@ function shareResponses (openapi: ComponentsObject, responses: Shared): void {
   // The shape most operations answer a status with is named by the status (`404`); the others say how they differ.
   const byUse = [...reasons].sort(([, a], [, b]) => total(b) - total(a)).map(([shape]) => shape)
   for (const { operation, status, response, shape } of uses) {
-    if (total(reasons.get(shape) as Map<string, number>) === 1) continue
+    const problem = Number(status) >= 400
+    if (!problem && total(reasons.get(shape) as Map<string, number>) === 1) continue
     const counts = [...(reasons.get(shape) as Map<string, number>)]
     const [usual] = counts.reduce((most, entry) => entry[1] > most[1] ? entry : most)
     const first = byUse.find(other => other.startsWith(`${status} `)) === shape
-    const problem = Number(status) >= 400
-    const suffix = first || !problem ? '' : response.content === undefined ? '-without-body' : Object.keys(response.content).length === 1 ? '-json-only' : ''
+    const suffix = first || !problem ? '' : shapeSuffixes[Object.keys(response.content ?? {}).length]
     // A success with a body is named by it (`BookList`); a problem, or an answer without a body, by its status.
     const body = Object.values(response.content ?? {})[0] as MediaType | undefined
     const named = !problem && typeof body?.schema.$ref === 'string' ? `${body.schema.$ref.slice(body.schema.$ref.lastIndexOf('/') + 1)}` : `${status}${suffix}`
@@ -127,6 +126,8 @@ function shareResponses (openapi: ComponentsObject, responses: Shared): void {
   }
 }
 
+// By the media types a problem's other shapes have: none (HEAD), JSON only, or both (then numbered).
+const shapeSuffixes = ['-without-body', '-json-only', '']
 const total = (counts: Map<string, number>) => [...counts.values()].reduce((sum, count) => sum + count, 0)
 
 interface MediaType { schema: JsonSchema }
@@ -140,7 +141,8 @@ function shareBody (schemas: Record<string, unknown>, response: Response): Respo
   const forms = Object.values(content ?? {})
   const named = forms.find(form => typeof form.schema[componentHint] === 'string')
   if (content === undefined || named === undefined) return response
-  const { [componentHint]: name, ...schema } = (forms.find(form => form.schema.xml !== undefined) ?? named).schema
+  // The XML form, which openapi/index.ts documentXml adds, comes last (http/negotiation.ts lists JSON first).
+  const { [componentHint]: name, ...schema } = forms[forms.length - 1].schema
   schemas[name as string] = schema
   return { ...response, content: Object.fromEntries(Object.keys(content).map(type => [type, { schema: { $ref: `#/components/schemas/${name as string}` } }])) }
 }
@@ -152,14 +154,14 @@ function shareBody (schemas: Record<string, unknown>, response: Response): Respo
 function hoistCommonParameters (item: Record<string, Operation | unknown>): void {
   const operations = Object.values(item) as Operation[]
   if (operations.length < 2) return
-  const key = (parameter: unknown) => JSON.stringify(parameter)
-  const common = (operations[0].parameters ?? []).map(key).filter(parameter => operations.every(operation => (operation.parameters ?? []).map(key).includes(parameter)))
+  const lists = operations.map(operation => (operation.parameters ?? []).map(parameter => JSON.stringify(parameter)))
+  const common = lists[0].filter(parameter => lists.every(list => list.includes(parameter)))
   if (common.length === 0) return
-  for (const operation of operations) {
-    const rest = (operation.parameters ?? []).filter(parameter => !common.includes(key(parameter)))
+  operations.forEach((operation, index) => {
+    const rest = lists[index].filter(parameter => !common.includes(parameter))
     if (rest.length === 0) delete operation.parameters
-    else operation.parameters = rest
-  }
+    else operation.parameters = rest.map(parameter => JSON.parse(parameter) as unknown as Json)
+  })
   item.parameters = common.map(parameter => JSON.parse(parameter) as unknown)
 }
 
