@@ -46,8 +46,8 @@ const escape = (part: string) => part.replaceAll('~', '~0').replaceAll('/', '~1'
 const resolve = (schema: Json): Json => typeof schema.$ref === 'string' ? resolve(served.components.schemas[schema.$ref.slice(schema.$ref.lastIndexOf('/') + 1)]) : schema
 
 // Records to name in paths and relation fields, as a generator keeps what earlier answers returned.
-// As an admin: the one caller for whom every documented field exists (the others do not see the
-// fields the document marks x-restricted, and a filter naming one is 400 for them).
+// As an admin: the one caller for whom every documented field exists (for the others, the fields
+// and the parameters the document marks x-restricted do not exist: naming one is 400, as it says).
 const write = { authorization: 'Bearer admin-token' }
 const author = (await app.inject({ method: 'POST', url: '/v1/authors', headers: write, payload: { name: 'Janet Frame' } })).json().data.author
 const book = (await app.inject({ method: 'POST', url: '/v1/books', headers: write, payload: { title: 'Owls Do Cry', authorId: author.id } })).json().data.book

@@ -264,6 +264,11 @@ t.test('the demo document', async t => {
     t.same(parameters['query author.country'].schema.items, { type: 'string' }, 'dotted relation fields')
     t.match(parameters['query reviews.rating'].schema.items, { type: 'integer' }, 'through the reviews too')
     t.match(parameters['query author.born'].schema.items, { anyOf: [{ type: 'string', format: 'date' }, { enum: ['null'] }] })
+    // A field only admins read does not exist for the others: a filter, sort or selection naming it is 400 for them.
+    t.match(parameters['query reviews.moderatorNote'], { 'x-restricted': ['read'], description: /only some callers may read the review's moderatorNote; .* naming it is 400/ })
+    t.equal(parameters['query reviews.rating']['x-restricted'], undefined)
+    const reviews = Object.fromEntries(document.paths['/reviews'].get.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))
+    for (const name of ['query moderatorNote', 'query sort', 'query fields']) t.match(reviews[name], { 'x-restricted': ['read'], description: /Restricted: only some callers may/ }, name)
     t.match(parameters['header X-Audit-Consent'].schema, { maxLength: 8192 }, 'audit headers with their 8 KB limit')
     t.ok(parameters['header X-Request-Id'] && parameters['header Date'] && parameters['header X-Authenticated_User'])
     const item = Object.fromEntries(document.paths['/books/{id}'].get.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))

@@ -14,9 +14,9 @@ import type { ResolvedOptions } from '../options.js'
 import type { ResourceModel } from '../registry/model.js'
 import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
-import { localIdComponent } from '../routes/route-schema.js'
+import { localIdComponent, parameterComponent } from '../routes/route-schema.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
-import { componentNames, connectionStatuses, limitFieldHeaders } from '../routes/http-prose.js'
+import { componentHint, componentNames, connectionStatuses, limitFieldHeaders } from '../routes/http-prose.js'
 import { problemNamespace } from '../formats/xml.js'
 import { describeXml } from '../formats/xml-shape.js'
 import type { RefResolver, XmlRoot } from '../formats/xml-shape.js'
@@ -160,7 +160,7 @@ async function docsPage (app: FastifyInstance, { scalar, url, title }: { scalar:
 
 type RouteSchema = Record<string, unknown> & { body?: JsonSchema & { $id?: string } }
 interface MediaType { schema: JsonSchema }
-interface Operation { responses: Record<string, { content?: Record<string, MediaType>, headers?: Record<string, unknown> }> }
+interface Operation { parameters?: Array<{ description?: string, schema?: JsonSchema }>, responses: Record<string, { content?: Record<string, MediaType>, headers?: Record<string, unknown> }> }
 interface OpenApiObject { components: { schemas: Record<string, JsonSchema> }, paths: Record<string, Record<string, Operation>> }
 /** The OpenAPI object @fastify/swagger builds; this module only asks for `openapi`, never `swagger`. */
 const openApiOf = (document: Parameters<SwaggerTransformObject>[0]) => (document as { openapiObject: unknown }).openapiObject as OpenApiObject
@@ -223,7 +223,40 @@ function documentRules (openapi: ReturnType<typeof openApiOf>, models: readonly 
     }
     for (const [name, value] of rules.serverValues) note(name, value.on === 'create' ? 'Set by the server when the record is created.' : 'Set by the server on every write.')
   }
+  documentRestrictedParameters(openapi, models, rulesOf)
   return openapi
+}
+
+/**
+ * The query parameters that name a field only some callers may read (its simple filters, through
+ * relations too; `fields` and `sort`): for the others the field does not exist, and naming it is
+ * 400. Said on each, with `x-restricted`, found by the component name route-schema.ts gives it.
+ */
+function documentRestrictedParameters (openapi: OpenApiObject, models: readonly ResourceModel[], rulesOf: (model: ResourceModel) => ModelRules | null) {
+  const notes = new Map<string, string>()
+  const unknownToOthers = 'for the other callers it does not exist, and naming it is 400.'
+  for (const model of models) {
+    const hidden = [...rulesOf(model)?.fields ?? []].filter(([, rule]) => rule.read !== undefined).map(([name]) => name)
+    for (const name of hidden) {
+      notes.set(parameterComponent(model, name), `Restricted: only some callers may read ${name}; ${unknownToOthers}`)
+      for (const owner of models) {
+        for (const relation of owner.relations.values()) {
+          if (relation.target === model) notes.set(parameterComponent(owner, `${relation.name}.${name}`), `Restricted: only some callers may read the ${model.singular}'s ${name}; ${unknownToOthers}`)
+        }
+      }
+    }
+    if (hidden.length > 0) {
+      for (const list of ['fields', 'sort']) notes.set(parameterComponent(model, list), `Restricted: only some callers may name ${hidden.join(', ')}; ${unknownToOthers.replace('it does', 'they do').replace('naming it', 'naming one')}`)
+    }
+  }
+  for (const item of Object.values(openapi.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const parameter of operation.parameters ?? []) {
+        const note = notes.get(String(parameter.schema?.[componentHint]))
+        if (note !== undefined) Object.assign(parameter, { description: parameter.description === undefined ? note : `${parameter.description} ${note}`, 'x-restricted': ['read'] })
+      }
+    }
+  }
 }
 
 function documentLinks (document: Parameters<SwaggerTransformObject>[0], models: readonly ResourceModel[], format: 'array' | 'object') {

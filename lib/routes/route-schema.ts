@@ -95,9 +95,12 @@ function simpleFilters (model: ResourceModel): Record<string, JsonSchema> {
   return filters
 }
 
-/** A model's parameters, each with the name of its shared entry in the document (`Book.sort`). */
+/** The name of a model's query parameter in the document's components: `Book.sort`, `Book.author.country`. */
+export const parameterComponent = (model: ResourceModel, name: string) => `${pascal(model.singular)}.${name}`
+
+/** A model's parameters, each with the name of its shared entry in the document. */
 function named (model: ResourceModel, properties: Record<string, JsonSchema>): Record<string, JsonSchema> {
-  return Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, { ...schema, [componentHint]: `${pascal(model.singular)}.${name}` }]))
+  return Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, { ...schema, [componentHint]: parameterComponent(model, name) }]))
 }
 
 function listQuerystring (model: ResourceModel): JsonSchema {
