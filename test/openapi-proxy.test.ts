@@ -45,7 +45,13 @@ t.test('Prism as a validating proxy finds no disagreement between the demo and i
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
   const dir = t.testdir({})
   const documentFile = join(dir, 'openapi.json')
-  writeFileSync(documentFile, (await app.inject({ url: '/v1/openapi.json' })).body)
+  const served = (await app.inject({ url: '/v1/openapi.json' })).body
+  writeFileSync(documentFile, served)
+  const paths = JSON.parse(served).paths as Record<string, Record<string, unknown>>
+  // Literal segments before parameters: /books/{id}/reviews is not /books/{id}.
+  const templates = Object.keys(paths).map(path => ({ path, pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/?]+')}(?:\\?|$)`) }))
+    .sort((a, b) => (a.path.match(/\{/g)?.length ?? 0) - (b.path.match(/\{/g)?.length ?? 0))
+  const reached = new Set<string>()
 
   const port = await freePort()
   // The document's server is /v1, relative: Prism is given the document's paths and forwards them under it.
@@ -65,6 +71,7 @@ t.test('Prism as a validating proxy finds no disagreement between the demo and i
   const base = `http://127.0.0.1:${port}`
 
   async function call ({ method = 'GET', path, headers = {}, body }: Omit<Exchange, 'status'>): Promise<Answer> {
+    reached.add(`${method.toLowerCase()} ${String(templates.find(({ pattern }) => pattern.test(path))?.path)}`)
     const type: Record<string, string> = body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }
     const res = await fetch(`${base}${path}`, { method, headers: { ...type, ...headers }, body: body === undefined ? undefined : JSON.stringify(body) })
     const text = await res.text()
@@ -113,7 +120,11 @@ t.test('Prism as a validating proxy finds no disagreement between the demo and i
   await check({ path: '/books', headers: { ...write, 'if-none-match': '*' }, status: 304 })
   await check({ path: `/books/${book.id}`, headers: { ...write, 'if-match': '"0"' }, status: 412 })
   await check({ path: '/books/no-such-book', headers: write, status: 404 })
-  for (const path of ['/books', `/books/${book.id}`, `/authors/${author.id}/books`, '/authors', `/reviews/${review.id}`]) await check({ method: 'OPTIONS', path, headers: write, status: 200 })
+  for (const path of ['/books', `/books/${book.id}`, `/authors/${author.id}/books`, `/books/${book.id}/reviews`, '/authors', `/authors/${author.id}`, '/reviews', `/reviews/${review.id}`]) {
+    await check({ method: 'OPTIONS', path, headers: write, status: 200 })
+  }
+  await check({ path: `/authors/${author.id}?expand=books`, headers: write, status: 200 })
+  await check({ path: `/reviews/${review.id}?fields=rating`, headers: write, status: 200 })
 
   // The writes: Prefer, If-Match, Idempotency-Key, the audit headers, the refusals the server decides.
   const replaced = await check({ method: 'PUT', path: `/books/${book.id}`, headers: { ...write, 'if-match': etag }, body: { title: 'Owls Do Cry', authorId: author.id, year: 1957 }, status: 200 })
@@ -128,6 +139,11 @@ t.test('Prism as a validating proxy finds no disagreement between the demo and i
   await check({ method: 'POST', path: '/books', headers: write, body: { title: 'Nobody\'s', authorId: 'no-such-author' }, status: 422 })
   await check({ method: 'PATCH', path: `/reviews/${review.id}`, headers: { ...write, 'x-audit-consent': Buffer.from(JSON.stringify({ resourceType: 'Consent', status: 'active' })).toString('base64') }, body: { text: null }, status: 200 })
   await check({ method: 'DELETE', path: `/authors/${author.id}`, headers: write, status: 409 })
+  await check({ method: 'PUT', path: `/authors/${other.id}`, headers: write, body: { name: 'Alice Munro', born: '1931-07-10', country: 'CA' }, status: 200 })
+  await check({ method: 'PATCH', path: `/authors/${other.id}`, headers: write, body: { born: null }, status: 200 })
+  await check({ method: 'PUT', path: `/reviews/${review.id}`, headers: write, body: { bookId: book.id, rating: 4, private: true }, status: 200 })
+  const spare = (await check({ method: 'POST', path: '/books', headers: write, body: { title: 'Lives of Girls and Women', authorId: other.id }, status: 201 })).body.data.book
+  await check({ method: 'DELETE', path: `/books/${spare.id}`, headers: write, status: 204 })
   await check({ method: 'POST', path: '/batch', headers: write, body: { operations: [{ op: 'create', resource: 'authors', lid: 'a', data: { name: 'Patricia Grace' } }, { op: 'create', resource: 'books', data: { title: 'Potiki', authorId: { lid: 'a' } } }] }, status: 200 })
   await check({ method: 'DELETE', path: `/reviews/${review.id}`, headers: write, status: 204 })
 
@@ -155,4 +171,7 @@ t.test('Prism as a validating proxy finds no disagreement between the demo and i
   t.same(JSON.parse(minimal.violations ?? '[]').map((violation: { message: string }) => violation.message),
     ['The received media type "" does not match the ones specified in the current response: application/json, application/xml', 'Response body must be object'],
     'a bodiless 201: Prism reads the listed media types as required')
+
+  const operations = Object.entries(paths).flatMap(([path, item]) => Object.keys(item).filter(method => method !== 'parameters' && method !== 'head').map(method => `${method} ${path}`))
+  t.same(operations.filter(operation => !reached.has(operation)), [], 'every operation but HEAD went through the proxy')
 })
