@@ -77,8 +77,11 @@ export interface ApiConventionsOptions {
   readonly idempotency?: IdempotencyOptions | false | undefined
   /** `POST {prefix}/batch`: how many operations one batch may hold; `false` serves no batch endpoint. Default: on, 100. */
   readonly batch?: BatchOptions | false | undefined
-  /** The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of the resources. */
-  readonly openapi?: { readonly title?: string | undefined, readonly version?: string | undefined, readonly description?: string | undefined } | undefined
+  /**
+   * The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of
+   * the resources, no license. `license`: the API's terms, an SPDX `identifier` or a `url` (not both).
+   */
+  readonly openapi?: { readonly title?: string | undefined, readonly version?: string | undefined, readonly description?: string | undefined, readonly license?: OpenApiLicense | undefined } | undefined
   /**
    * The reference page at `{prefix}/docs`, rendered by `@scalar/fastify-api-reference` (an optional
    * peer dependency). `true` needs the package (registration fails without it); `false` serves no
@@ -120,7 +123,7 @@ export interface ResolvedOptions {
   readonly handlerTimeout: number | undefined
   readonly idempotency: ResolvedIdempotency | null
   readonly batch: ResolvedBatch | null
-  readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined }
+  readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined, readonly license: OpenApiLicense | undefined }
   /** Undefined: the page when its package is installed. */
   readonly docsPage: boolean | undefined
   readonly metrics: MetricsCollector | null
@@ -164,7 +167,11 @@ const optionKeys = knownKeys({
   logSerializers: true
 } satisfies Record<keyof ApiConventionsOptions | 'prefix' | 'logLevel' | 'logSerializers', true>)
 
-const openApiKeys = knownKeys({ title: true, version: true, description: true } satisfies Record<keyof NonNullable<ApiConventionsOptions['openapi']>, true>)
+const openApiKeys = knownKeys({ title: true, version: true, description: true, license: true } satisfies Record<keyof NonNullable<ApiConventionsOptions['openapi']>, true>)
+const licenseKeys = knownKeys({ name: true, identifier: true, url: true } satisfies Record<keyof OpenApiLicense, true>)
+
+/** OpenAPI 3.1's License Object: a name, and an SPDX identifier or a URL. */
+export interface OpenApiLicense { readonly name: string, readonly identifier?: string | undefined, readonly url?: string | undefined }
 
 /**
  * The prefix every route of the plugin begins with. Fastify registers `/v1/` + `/books` as
@@ -239,12 +246,27 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
 
 function resolveOpenApiInfo (value: unknown): ResolvedOptions['openapi'] {
   const given = (value ?? {}) as Record<string, unknown>
-  if (typeof given !== 'object') throw new OptionsInvalidError(`openapi must be an object { title?, version?, description? }, received ${JSON.stringify(value)}`)
+  if (typeof given !== 'object') throw new OptionsInvalidError(`openapi must be an object { title?, version?, description?, license? }, received ${JSON.stringify(value)}`)
   refuseUnknownKeys(given, openApiKeys, 'openapi')
-  const text = (name: string, fallback?: string) => {
-    const field = given[name] ?? fallback
-    if (field !== undefined && (typeof field !== 'string' || field.trim() === '')) throw new OptionsInvalidError(`openapi.${name} must be a non-empty string, received ${JSON.stringify(field)}`)
+  const text = (from: Record<string, unknown>, path: string, name: string, fallback?: string) => {
+    const field = from[name] ?? fallback
+    if (field !== undefined && (typeof field !== 'string' || field.trim() === '')) throw new OptionsInvalidError(`${path}.${name} must be a non-empty string, received ${JSON.stringify(field)}`)
     return field as string
   }
-  return Object.freeze({ title: text('title', 'HTTP JSON API'), version: text('version', '1.0.0'), description: text('description') })
+  const license = given.license as Record<string, unknown> | undefined
+  if (license !== undefined) {
+    if (typeof license !== 'object' || license === null) throw new OptionsInvalidError(`openapi.license must be an object { name, identifier? or url? }, received ${JSON.stringify(license)}`)
+    refuseUnknownKeys(license, licenseKeys, 'openapi.license')
+    if (text(license, 'openapi.license', 'name') === undefined) throw new OptionsInvalidError('openapi.license.name must be a non-empty string, received undefined')
+    text(license, 'openapi.license', 'identifier')
+    text(license, 'openapi.license', 'url')
+    // OpenAPI 3.1 §4.8.4: identifier and url are mutually exclusive.
+    if (license.identifier !== undefined && license.url !== undefined) throw new OptionsInvalidError('openapi.license takes an identifier or a url, not both')
+  }
+  return Object.freeze({
+    title: text(given, 'openapi', 'title', 'HTTP JSON API'),
+    version: text(given, 'openapi', 'version', '1.0.0'),
+    description: text(given, 'openapi', 'description'),
+    license: license === undefined ? undefined : Object.freeze({ ...license }) as unknown as OpenApiLicense
+  })
 }

@@ -19,6 +19,7 @@ import type { Seeded } from './helpers/app.js'
 import { auth, testAuth } from './helpers/auth.js'
 import type { TestPrincipal } from './helpers/auth.js'
 import { as, asJson, build } from './helpers/rules-app.js'
+import { inlined } from './helpers/openapi.js'
 
 type Json = Record<string, any>
 
@@ -542,7 +543,7 @@ t.test('the OpenAPI document describes POST /batch with one branch per resource 
       defineResource({ name: 'notes', singular: 'note', schema: Note, store, operations: ['list', 'create', 'delete'], relations: { book: { kind: 'one', resource: 'books', field: 'bookId' } } })
     ]
   })
-  const document = (await app.inject({ url: '/v1/openapi.json' })).json()
+  const document = inlined((await app.inject({ url: '/v1/openapi.json' })).json())
   const post = document.paths['/batch'].post
   t.same(Object.keys(document.paths['/batch']), ['post'])
   t.equal(post.operationId, 'batch')
@@ -564,7 +565,10 @@ t.test('the OpenAPI document describes POST /batch with one branch per resource 
   t.notOk('lid' in branch('replace books').properties)
   t.ok('ifMatch' in branch('replace books').properties)
   const lid = { type: 'object', required: ['lid'], additionalProperties: false }
-  t.match(branch('create books').properties.data.properties.authorId.anyOf, [{ type: 'string' }, { ...lid, properties: { lid: { type: 'string' } } }], 'a relation field accepts {lid}')
-  t.match(branch('create notes').properties.data.properties.bookId.anyOf, [{ type: 'string' }, lid])
-  t.match(branch('modify books').properties.id.anyOf, [{ type: 'string' }, lid], 'so does id')
+  const localId = { $ref: '#/components/schemas/LocalId' }
+  t.match(document.components.schemas.LocalId, { ...lid, properties: { lid: { type: 'string' } } }, 'one schema for a local id')
+  t.match(branch('create books').properties.data.properties.authorId.anyOf, [{ type: 'string' }, localId], 'a relation field accepts {lid}')
+  t.match(branch('create notes').properties.data.properties.bookId.anyOf, [{ type: 'string' }, localId])
+  t.match(branch('modify books').properties.id.anyOf, [{ type: 'string' }, localId], 'so does id')
+  t.same(branch('create authors').properties.data, { $ref: '#/components/schemas/AuthorCreate' }, 'without a relation field, the create body itself')
 })

@@ -12,6 +12,7 @@ import type { ValidateFunction } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { buildDemoApp } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
+import { inlined } from './helpers/openapi.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -85,10 +86,11 @@ class Agreement {
         return
       }
       if (schema.type === 'array') {
-        // Style form, explode true: each repetition is an item.
-        if (parameter.explode !== true) wrong.push(`${parameter.name} is documented explode false`)
+        // Style form: with explode (the default) each repetition is an item; without, the items
+        // are comma-separated (and repetitions read as one list, as validators such as Prism do).
+        const texts = parameter.explode === false ? given.flatMap(text => text.split(',')) : given
         const items = this.#validator(...where, 'parameters', String(index), 'schema', 'items')
-        const values = given.map(text => readings(text).find(value => items(value)) ?? text)
+        const values = texts.map(text => readings(text).find(value => items(value)) ?? text)
         if (!validate(values)) wrong.push(`${parameter.name}=${given.join('&')}: ${this.#ajv.errorsText(validate.errors)}`)
       } else if (given.length > 1) {
         wrong.push(`${parameter.name} is not a list but is given ${given.length} times`)
@@ -159,7 +161,7 @@ class Agreement {
 async function agreement (t: Test, env: Record<string, string> = {}) {
   const app = await buildDemoApp(loadConfig({ STORE: 'memory', SEED: 'false', CURSOR_SECRET: 'a-test-secret-of-enough-length', ...env }))
   t.teardown(() => app.close())
-  return new Agreement(app, (await app.inject({ url: `${prefix}/openapi.json` })).json())
+  return new Agreement(app, inlined((await app.inject({ url: `${prefix}/openapi.json` })).json()))
 }
 
 const writer = { authorization: 'Bearer dev-token' }

@@ -15,6 +15,7 @@ import apiConventions, { createClientErrorHandler, errors, memoryStore } from '.
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
 import { demoResources } from '../demo/schemas/index.js'
 import { auth, testAuth } from './helpers/auth.js'
+import { inlined } from './helpers/openapi.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -167,7 +168,7 @@ function checker (document: Json) {
 }
 
 async function runCases (t: Test, app: FastifyInstance, cases: readonly Case[], provoked: Set<number>, fault?: { error?: Error, errors?: Record<string, Error> }) {
-  const check = checker((await app.inject({ url: '/v1/openapi.json' })).json())
+  const check = checker(inlined((await app.inject({ url: '/v1/openapi.json' })).json()))
   for (const one of cases) {
     await t.test(one.name, async t => {
       if (fault !== undefined) fault.error = fault.errors?.[one.name]
@@ -195,7 +196,7 @@ function rawExchange (port: number, data: string): Promise<{ statusCode: number,
   })
 }
 
-const statusesOf = (document: Json) => new Set(Object.values(document.paths as Json).flatMap(item => Object.values(item as Json).flatMap(operation => Object.keys(operation.responses).map(Number))))
+const statusesOf = (served: Json) => new Set(Object.values(inlined(served).paths as Json).flatMap(item => Object.values(item as Json).flatMap(operation => Object.keys(operation.responses).map(Number))))
 
 const write = auth.write
 const writeJson = auth.writeJson
@@ -268,7 +269,7 @@ t.test('every documented status is sent, every status sent is documented, and ea
   // The connection limits, answered before routing (createClientErrorHandler), over real sockets.
   await app.listen({ port: 0, host: '127.0.0.1' })
   const port = (app.server.address() as { port: number }).port
-  const check = checker((await app.inject({ url: '/v1/openapi.json' })).json())
+  const check = checker(inlined((await app.inject({ url: '/v1/openapi.json' })).json()))
   const tooLarge = await rawExchange(port, `GET /v1/books HTTP/1.1\r\nHost: x\r\nX-Big: ${'x'.repeat(3000)}\r\n\r\n`)
   check(t, { name: '431', path: '/books', method: 'get', status: 431, request: {} }, tooLarge)
   const slow = await rawExchange(port, 'GET /v1/books HTTP/1.1\r\nHost: x\r\n')

@@ -4,6 +4,7 @@
 import t from 'tap'
 import { buildApp, create, json } from './helpers/app.js'
 import { returnPreference } from '../lib/http/prefer.js'
+import { inlined } from './helpers/openapi.js'
 
 t.test('return=minimal: 201 with Location and ETag, or 204 with ETag, and no body', async t => {
   const app = await buildApp(t)
@@ -49,7 +50,7 @@ t.test('the return preference as RFC 7240 writes it', async t => {
 
 t.test('the OpenAPI document describes Prefer and the answers without a body', async t => {
   const app = await buildApp(t)
-  const paths = (await app.inject({ url: '/v1/openapi.json' })).json().paths
+  const paths = inlined((await app.inject({ url: '/v1/openapi.json' })).json()).paths
   const item = paths['/authors/{id}']
   for (const operation of [paths['/authors'].post, item.put, item.patch]) {
     t.ok(operation.parameters.some((p: { in: string, name: string }) => p.in === 'header' && p.name === 'Prefer'))

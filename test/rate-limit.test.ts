@@ -13,6 +13,7 @@ import { loadConfig } from '../demo/config.js'
 import { buildApp, pick } from './helpers/app.js'
 import { auth, testAuth, tokens } from './helpers/auth.js'
 import { buildSecureApp } from './helpers/secure-app.js'
+import { inlined } from './helpers/openapi.js'
 
 const limit = { max: 2, timeWindow: '1 minute' }
 const quotaExceeded = 'https://iana.org/assignments/http-problem-types#quota-exceeded'
@@ -92,7 +93,7 @@ t.test('fields: legacy sends RateLimit-Limit, -Remaining and -Reset instead', as
 t.test('the OpenAPI document describes the 429 headers as configured', async t => {
   const header429 = async (rateLimit: object) => {
     const app = await buildApp(t, { rateLimit: { ...limit, ...rateLimit } })
-    const document = (await app.inject({ url: '/v1/openapi.json' })).json()
+    const document = inlined((await app.inject({ url: '/v1/openapi.json' })).json())
     return document.paths['/books'].get.responses['429'].headers
   }
   const current = await header429({})

@@ -173,7 +173,7 @@ export function shapeOf (schema: JsonSchema | undefined, refs: RefResolver): Sha
   return shape
 }
 
-const freeFormNote = 'In XML the schema leaves this value\'s type open, so each of its elements that is not a string says its JSON type: type="number", "boolean", "array" or "object"; array items are <i>.'
+const freeFormNote = 'In XML, its elements other than strings say their JSON type: type="number", "boolean", "array" or "object"; array items are <i>.'
 const openMembersNote = 'In XML, members beyond those named here are free-form: each of their elements that is not a string says its JSON type (type="number", "boolean", "array" or "object"); array items are <i>.'
 
 /** The XML element of a document's root: <response>, <problem>, a body's resource name. */
@@ -191,7 +191,8 @@ export function describeXml (schema: JsonSchema, refs: RefResolver, root?: XmlRo
 }
 
 function annotate (schema: JsonSchema, shape: Shape, isRoot = false): JsonSchema {
-  if (shape.tagged) return { ...schema, description: noted(schema.description, freeFormNote) }
+  // A value that can only be null (a nullable's other branch) is xsi:nil: it has no type to tell.
+  if (shape.tagged) return shape.kinds.size === 0 ? schema : { ...schema, description: noted(schema.description, freeFormNote) }
   const copy: JsonSchema = { ...schema }
   if (typeof schema.items === 'object') {
     copy.xml = { ...(schema.xml as object | undefined), wrapped: true }

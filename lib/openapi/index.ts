@@ -14,14 +14,16 @@ import type { ResolvedOptions } from '../options.js'
 import type { ResourceModel } from '../registry/model.js'
 import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
+import { localIdComponent, parameterComponent } from '../routes/route-schema.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
-import { componentNames } from '../routes/http-prose.js'
+import { componentHint, componentNames, connectionStatuses, limitFieldHeaders } from '../routes/http-prose.js'
 import { problemNamespace } from '../formats/xml.js'
 import { describeXml } from '../formats/xml-shape.js'
 import type { RefResolver, XmlRoot } from '../formats/xml-shape.js'
 import { securitySchemes } from './security-schemes.js'
 import { openApiRouteSchema } from './docs-routes.js'
 import { documentExamples } from './examples.js'
+import { shareComponents } from './components.js'
 import type { ModelRules } from '../rules/compile.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
@@ -45,10 +47,11 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: info.title, version: info.version, description: info.description ?? describeApi(models) },
+      info: { title: info.title, version: info.version, description: info.description ?? describeApi(models), ...(info.license === undefined ? {} : { license: info.license }) },
       servers: [{ url: prefix === '' ? '/' : prefix }],
       tags: [
         ...models.map(model => ({ name: model.name, description: `The ${model.name} collection and its items.` })),
+        ...(options.batch === null ? [] : [{ name: 'batch', description: 'Several writes in one request, all or nothing.' }]),
         { name: 'documentation', description: 'This document and the problem type pages.' }
       ],
       components: { securitySchemes: schemes },
@@ -59,7 +62,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
     refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
     transform: documentRoute,
-    transformObject: document => documentExamples(documentRules(documentXml(documentLinks(document, models, options.links), models), models, rulesOf), models, rulesOf)
+    transformObject: document => shareComponents(documentLimitFields(documentExamples(documentRules(documentXml(documentLinks(document, models, options.links), models), models, rulesOf), models, rulesOf), schemaOptions))
   })
 
   // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.
@@ -158,7 +161,7 @@ async function docsPage (app: FastifyInstance, { scalar, url, title }: { scalar:
 
 type RouteSchema = Record<string, unknown> & { body?: JsonSchema & { $id?: string } }
 interface MediaType { schema: JsonSchema }
-interface Operation { responses: Record<string, { content?: Record<string, MediaType> }> }
+interface Operation { parameters?: Array<{ description?: string, schema?: JsonSchema }>, responses: Record<string, { content?: Record<string, MediaType>, headers?: Record<string, unknown> }> }
 interface OpenApiObject { components: { schemas: Record<string, JsonSchema> }, paths: Record<string, Record<string, Operation>> }
 /** The OpenAPI object @fastify/swagger builds; this module only asks for `openapi`, never `swagger`. */
 const openApiOf = (document: Parameters<SwaggerTransformObject>[0]) => (document as { openapiObject: unknown }).openapiObject as OpenApiObject
@@ -171,7 +174,10 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
   const body = documented.body
   if (body?.$id === undefined) return { schema: documented, url }
   const { $id, ...component } = body
-  openApiOf(document).components.schemas[$id] = component
+  const schemas = openApiOf(document).components.schemas
+  schemas[$id] = component
+  // The batch's operations refer to one schema for a local id.
+  if ($id === componentNames.batch) schemas[componentNames.localId] = localIdComponent
   return { schema: { ...documented, body: { $ref: `#/components/schemas/${$id}` } }, url }
 }
 
@@ -218,7 +224,40 @@ function documentRules (openapi: ReturnType<typeof openApiOf>, models: readonly 
     }
     for (const [name, value] of rules.serverValues) note(name, value.on === 'create' ? 'Set by the server when the record is created.' : 'Set by the server on every write.')
   }
+  documentRestrictedParameters(openapi, models, rulesOf)
   return openapi
+}
+
+/**
+ * The query parameters that name a field only some callers may read (its simple filters, through
+ * relations too; `fields` and `sort`): for the others the field does not exist, and naming it is
+ * 400. Said on each, with `x-restricted`, found by the component name route-schema.ts gives it.
+ */
+function documentRestrictedParameters (openapi: OpenApiObject, models: readonly ResourceModel[], rulesOf: (model: ResourceModel) => ModelRules | null) {
+  const notes = new Map<string, string>()
+  const unknownToOthers = 'for the other callers it does not exist, and naming it is 400.'
+  for (const model of models) {
+    const hidden = [...rulesOf(model)?.fields ?? []].filter(([, rule]) => rule.read !== undefined).map(([name]) => name)
+    for (const name of hidden) {
+      notes.set(parameterComponent(model, name), `Restricted: only some callers may read ${name}; ${unknownToOthers}`)
+      for (const owner of models) {
+        for (const relation of owner.relations.values()) {
+          if (relation.target === model) notes.set(parameterComponent(owner, `${relation.name}.${name}`), `Restricted: only some callers may read the ${model.singular}'s ${name}; ${unknownToOthers}`)
+        }
+      }
+    }
+    if (hidden.length > 0) {
+      for (const list of ['fields', 'sort']) notes.set(parameterComponent(model, list), `Restricted: only some callers may name ${hidden.join(', ')}; ${unknownToOthers.replace('it does', 'they do').replace('naming it', 'naming one')}`)
+    }
+  }
+  for (const item of Object.values(openapi.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const parameter of operation.parameters ?? []) {
+        const note = notes.get(String(parameter.schema?.[componentHint]))
+        if (note !== undefined) Object.assign(parameter, { description: parameter.description === undefined ? note : `${parameter.description} ${note}`, 'x-restricted': ['read'] })
+      }
+    }
+  }
 }
 
 function documentLinks (document: Parameters<SwaggerTransformObject>[0], models: readonly ResourceModel[], format: 'array' | 'object') {
@@ -283,6 +322,23 @@ function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) 
         const xml = response.content?.['application/xml']
         // A copy: the JSON media type may share the object.
         if (xml !== undefined && xml.schema.$ref === undefined) (response.content as Record<string, MediaType>)['application/xml'] = { ...xml, schema: describeXml(xml.schema, refs, { name: 'response' }) }
+      }
+    }
+  }
+  return openapi
+}
+
+/**
+ * The fields that tell the rate limit (security/rate-limit.ts) go with every answer of a limited
+ * API, not only its 429s; but for those answered at the connection, before any route (408, 431).
+ */
+function documentLimitFields (openapi: OpenApiObject, options: SchemaOptions) {
+  if (options.rateLimit === null) return openapi
+  const fields = limitFieldHeaders(options.rateLimit)
+  for (const item of Object.values(openapi.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (!connectionStatuses.has(Number(status))) response.headers = { ...response.headers, ...fields }
       }
     }
   }

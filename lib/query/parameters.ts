@@ -76,12 +76,12 @@ const text = (description: string): Entry<string | undefined> => name => ({
 })
 
 /**
- * `fields=a,b` and friends: comma-separated, or the parameter repeated (`fields=a&fields=b`, OpenAPI
- * style form, explode true: what generated clients send by default), or both; each item trimmed.
- * `fields=` names nothing and is refused like an unknown name.
+ * `fields=a,b` and friends: comma-separated (the spec's form, and the document's: OpenAPI style
+ * form, explode false), or the parameter repeated (`fields=a&fields=b`), or both; each item
+ * trimmed. `fields=` names nothing and is refused like an unknown name.
  */
 const commaList = (values: readonly string[], description: string): JsonSchema =>
-  ({ type: 'array', items: { type: 'string', enum: values }, minItems: 1, description: `${description} Repeat the parameter or separate the values with commas: both mean the same.` })
+  ({ type: 'array', items: { type: 'string', enum: values }, minItems: 1, description: `${description} Separate the values with commas; the parameter repeated means the same.` })
 
 function splitList (value: string): string[] {
   return value.split(',').map(part => part.trim())
@@ -124,6 +124,20 @@ const relations = (description: (model: ResourceModel) => string): Entry<Relatio
 /** Every field but objects and arrays, which have no order. */
 export const sortableFields = (model: ResourceModel) => [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
 
+/**
+ * Each field at most once, in any direction: what the parser refuses, not only equal keys. In
+ * draft-07 terms (validators such as Prism's read no `minContains`): no key twice (uniqueItems), and
+ * no two of a field's three forms together (a `contains` for each). In `not`, which type generators
+ * leave alone, where an allOf would add members of type unknown.
+ */
+function onceEach (fields: readonly string[]): JsonSchema {
+  const both = (one: string, other: readonly string[]) => ({ allOf: [{ contains: { enum: [one] } }, { contains: { enum: other } }] })
+  return {
+    uniqueItems: true,
+    not: { anyOf: fields.flatMap(field => [both(field, [`-${field}`, `+${field}`]), both(`-${field}`, [`+${field}`])]) }
+  }
+}
+
 /** The keys as sent, without the tie-breaker list-query.ts adds (Paging stability 1). */
 const sort: Entry<SortKey[]> = name => ({
   name,
@@ -133,9 +147,7 @@ const sort: Entry<SortKey[]> = name => ({
   schema: model => ({
     ...commaList(sortableFields(model).flatMap(field => [field, `-${field}`, `+${field}`]),
       `Sort keys, the first primary; a leading - sorts descending, a leading + or none ascending; each field at most once; null sorts first ascending. The ${model.idField} always ends the order.`),
-    // Each field at most once, in any direction: what the parser refuses, not only equal keys
-    // (in `not`, which type generators leave alone, where an allOf would add members of type unknown).
-    not: { anyOf: sortableFields(model).map(field => ({ contains: { enum: [field, `-${field}`, `+${field}`] }, minContains: 2 })) }
+    ...onceEach(sortableFields(model))
   }),
   parse (model, value, problems) {
     const keys: SortKey[] = []
@@ -307,6 +319,8 @@ const byName: ReadonlyMap<string, QueryParameter<unknown>> = new Map(entries.map
 export const listParameterNames: ReadonlySet<string> = new Set(byName.keys())
 /** The names RETRIEVE takes, the OData ones included. */
 export const itemParameterNames: ReadonlySet<string> = new Set(entries.filter(parameter => parameter.item).map(parameter => parameter.name))
+/** The lists (`fields`, `sort`, `expand`, `include`): documented comma-separated, style form with explode false. */
+export const listValuedNames: ReadonlySet<string> = new Set(entries.filter(parameter => parameter.list).map(parameter => parameter.name))
 
 /**
  * A parameter's text as one value: a list's repetitions joined by commas, undefined for any other

@@ -14,7 +14,7 @@ import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
 import { lidSchema, localIdSchema } from './batch.js'
 import type { RouteContext } from './context.js'
-import { componentNames, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
+import { componentHint, componentNames, etagListPattern, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
 export interface SchemaOptions {
@@ -75,41 +75,54 @@ function filterValue (field: FieldModel): JsonSchema {
   return field.nullable && field.type !== 'string' ? { anyOf: [value, { type: 'string', enum: ['null'] }] } : value
 }
 
-/** Repeated, a simple filter matches any of its values: documented as an array, which generated clients send repeated. */
-const repeatable = (field: FieldModel, description: string): JsonSchema =>
-  ({ type: 'array', items: filterValue(field), minItems: 1, description: `${description}; repeat the parameter to match any of several values.` })
+/**
+ * Repeated, a simple filter matches any of its values: documented as an array, which generated
+ * clients send repeated. What they do is said once, in LIST's description.
+ */
+const repeatable = (field: FieldModel): JsonSchema => ({ type: 'array', items: filterValue(field), minItems: 1 })
+const simpleFilterProse = 'Any other parameter is a simple filter, named after a field or a related resource\'s field (author.country): the field equals the value; repeated, any of the values.'
 
 function simpleFilters (model: ResourceModel): Record<string, JsonSchema> {
   const filters: Record<string, JsonSchema> = {}
   for (const field of model.fields.values()) {
-    if (field.type !== 'json' && !listParameterNames.has(field.name)) filters[field.name] = repeatable(field, `Simple filter: ${field.name} equals this value`)
+    if (field.type !== 'json' && !listParameterNames.has(field.name)) filters[field.name] = repeatable(field)
   }
   for (const relation of model.relations.values()) {
     for (const field of relation.target.fields.values()) {
-      if (field.type !== 'json') filters[`${relation.name}.${field.name}`] = repeatable(field, `Simple filter on the related ${relation.target.singular}: its ${field.name} equals this value`)
+      if (field.type !== 'json') filters[`${relation.name}.${field.name}`] = repeatable(field)
     }
   }
   return filters
 }
 
+/** The name of a model's query parameter in the document's components: `Book.sort`, `Book.author.country`. */
+export const parameterComponent = (model: ResourceModel, name: string) => `${pascal(model.singular)}.${name}`
+
+/** A model's parameters, each with the name of its shared entry in the document. */
+function named (model: ResourceModel, properties: Record<string, JsonSchema>): Record<string, JsonSchema> {
+  return Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, { ...schema, [componentHint]: parameterComponent(model, name) }]))
+}
+
 function listQuerystring (model: ResourceModel): JsonSchema {
   return {
     type: 'object',
-    properties: { ...parameterSchemas(model, 'list'), ...simpleFilters(model) },
+    properties: named(model, { ...parameterSchemas(model, 'list'), ...simpleFilters(model) }),
     additionalProperties: false,
-    // Lists and simple filters repeat the parameter (`sort=-year&sort=title`), what generated
-    // clients send by default; lists may also be comma-separated (query/parameters.ts).
+    // Simple filters repeat the parameter (`year=1999&year=2000`), what generated clients send by
+    // default; the lists (`sort=-year,title`) are documented comma-separated, explode false
+    // (openapi/components.ts), and may be repeated too (query/parameters.ts).
     style: 'form',
     explode: true
   }
 }
 
 function itemQuerystring (model: ResourceModel): JsonSchema {
-  return { type: 'object', properties: parameterSchemas(model, 'retrieve'), additionalProperties: false, style: 'form', explode: true }
+  return { type: 'object', properties: named(model, parameterSchemas(model, 'retrieve')), additionalProperties: false, style: 'form', explode: true }
 }
 
-const idParams = (model: ResourceModel, description = `The ${model.singular}'s ${model.idField}.`): JsonSchema =>
-  ({ type: 'object', properties: { id: { type: 'string', description } }, required: ['id'] })
+/** The path's id, shared in the document as `BookId`. */
+const idParams = (model: ResourceModel): JsonSchema =>
+  ({ type: 'object', properties: { id: { type: 'string', description: `The ${model.singular}'s ${model.idField}.`, [componentHint]: `${pascal(model.singular)}Id` } }, required: ['id'] })
 
 const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
 
@@ -158,7 +171,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
   const names = schemaNames(model)
   return {
     ...tagged(model, options, `list${pascal(model.name)}`, `List ${model.name}`,
-      `LIST: a page of ${model.name}, filtered, sorted and paged by the query language. An empty result is 200 with an empty array.`),
+      `LIST: a page of ${model.name}, filtered, sorted and paged by the query language. An empty result is 200 with an empty array. ${simpleFilterProse}`),
     querystring: listQuerystring(model),
     headers: requestHeaders(),
     produces: successTypes,
@@ -179,7 +192,7 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
   const child = relation.target
   return {
     ...tagged(parent, options, `list${pascal(parent.singular)}${pascal(relation.name)}`, `List ${a(parent.singular)}'s ${relation.name}`,
-      `LIST of the ${relation.name} whose ${relation.field} is this ${parent.singular}, with the same query language and links as /${child.name}.`),
+      `LIST of the ${relation.name} whose ${relation.field} is this ${parent.singular}, with the same query language and links as /${child.name}. ${simpleFilterProse}`),
     params: idParams(parent),
     querystring: listQuerystring(child),
     headers: requestHeaders(),
@@ -344,14 +357,13 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
   return {
     ...tagged(model, options, `${which.charAt(0).toLowerCase()}${which.slice(1)}Capabilities`, `Query capabilities of ${what}`,
       `QUERY CAPABILITIES: the methods this path allows, in Allow and in the body${collection === undefined ? '' : ', and what the collection\'s query parameters accept (fields to filter, sort and select, relations to expand and include, page sizes), leaving out what the caller may not read'}. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.`),
+    ...(namesRecord ? { params: idParams(model) } : {}),
     headers: requestHeaders(),
     produces: successTypes,
     documentedResponses: {
       200: {
-        type: 'object',
-        properties: { data: capabilitiesData(methods, collection) },
-        required: ['data'],
-        description: collection === undefined ? 'The allowed methods.' : 'The allowed methods and the query capabilities.',
+        ...capabilitiesBody(collection),
+        description: `The allowed methods (${methods.join(', ')})${collection === undefined ? '' : ' and the query capabilities'}.`,
         headers: { Allow: { type: 'string', description: `The allowed methods: ${methods.join(', ')}.` }, ...requestId }
       },
       ...(options.corsPreflight ? { 204: preflight } : {}),
@@ -361,26 +373,37 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
   }
 }
 
-function capabilitiesData (methods: readonly string[], collection: ResourceModel | undefined): JsonSchema {
-  const methodList = { type: 'array', items: { type: 'string', enum: [...methods] }, description: 'The methods this path allows, as Allow lists them.' }
-  if (collection === undefined) return { type: 'object', properties: { methods: methodList }, required: ['methods'] }
-  const query = queryCapabilitiesSchema(collection)
-  return { type: 'object', properties: { methods: methodList, ...query.properties }, required: ['methods', ...query.required] }
+/** The body, one schema per collection (and one for every other path): its methods are in the description and in Allow. */
+function capabilitiesBody (collection: ResourceModel | undefined): JsonSchema {
+  const methodList = { type: 'array', items: { type: 'string' }, description: 'The methods this path allows, as Allow lists them.' }
+  const name = `${collection === undefined ? '' : pascal(collection.singular)}Capabilities`
+  const query = collection === undefined ? { properties: {}, required: [] } : queryCapabilitiesSchema(collection)
+  return {
+    type: 'object',
+    properties: { data: { type: 'object', properties: { methods: methodList, ...query.properties }, required: ['methods', ...query.required] } },
+    required: ['data'],
+    [componentHint]: name
+  }
 }
 
-const localId: JsonSchema = {
+// Once in the document, where the batch's operations refer to it.
+const localId: JsonSchema = { $ref: `#/components/schemas/${componentNames.localId}` }
+export const localIdComponent: JsonSchema = {
   ...localIdSchema,
   properties: { lid: { ...lidSchema, description: 'The lid of an earlier create in this batch.' } },
   description: 'The id of the record an earlier create of this batch named with this lid.'
 }
 
-/** An operation's `data`: the route's documented body, where a relation field may hold a local id too. */
+/**
+ * An operation's `data`: the route's documented body, where a relation field may hold a local id
+ * too; the body's own component where the resource has no such field (and the route serves it).
+ */
 function batchData (model: ResourceModel, operation: 'create' | 'replace' | 'modify'): JsonSchema {
   const body = documentedBodySchema(model, operation)
+  const fields = [...model.relations.values()].filter(relation => relation.kind === 'one').map(relation => relation.field)
+  if (fields.length === 0) return { $ref: `#/components/schemas/${schemaNames(model)[operation]}` }
   const properties = { ...(body.properties as Record<string, JsonSchema>) }
-  for (const relation of model.relations.values()) {
-    if (relation.kind === 'one') properties[relation.field] = { anyOf: [properties[relation.field], localId] }
-  }
+  for (const field of fields) properties[field] = { anyOf: [properties[field], localId] }
   return { ...body, properties }
 }
 
@@ -397,7 +420,7 @@ function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modif
       resource: { type: 'string', enum: [model.name] },
       ...target,
       // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
-      ifMatch: { type: 'string', description: 'As the If-Match header of the single request.' },
+      ifMatch: { type: 'string', pattern: etagListPattern, description: 'As the If-Match header of the single request.' },
       ...(op === 'delete' ? {} : { data: batchData(model, op) })
     },
     required: ['op', 'resource', ...(op === 'create' ? [] : ['id']), ...(op === 'delete' ? [] : ['data'])],
