@@ -23,6 +23,8 @@ import { resolveBatch } from './routes/batch.js'
 import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 import { resolveMetrics } from './metrics.js'
 import type { Metrics, MetricsCollector } from './metrics.js'
+import { resolveTracing } from './tracing.js'
+import type { ResolvedTracing, TracingOptions } from './tracing.js'
 
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
@@ -87,6 +89,12 @@ export interface ApiConventionsOptions {
   readonly metrics?: Metrics | false | undefined
   /** `Server-Timing: store;dur=…` on every answer: the milliseconds it waited on its store. Default false. */
   readonly serverTiming?: boolean | undefined
+  /**
+   * OpenTelemetry spans (through `@opentelemetry/api`, an optional peer dependency): one per request,
+   * and one per SQL statement. `true` or `{ tracer }` needs the package (registration fails without
+   * it); `false`: none. Default: on when the package is installed (it records nothing until the host registers an SDK).
+   */
+  readonly tracing?: boolean | TracingOptions | undefined
 }
 
 export interface ResolvedOptions {
@@ -121,6 +129,7 @@ export interface ResolvedOptions {
   readonly docsPage: boolean | undefined
   readonly metrics: MetricsCollector | null
   readonly serverTiming: boolean
+  readonly tracing: ResolvedTracing
 }
 
 const optionKeys = knownKeys({
@@ -152,6 +161,7 @@ const optionKeys = knownKeys({
   docsPage: true,
   metrics: true,
   serverTiming: true,
+  tracing: true,
   // Fastify's own register options, which reach the plugin with its options.
   prefix: true,
   logLevel: true,
@@ -226,7 +236,8 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     openapi: resolveOpenApiInfo(options.openapi),
     docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage'),
     metrics: resolveMetrics(options.metrics),
-    serverTiming: flag(options, 'serverTiming')
+    serverTiming: flag(options, 'serverTiming'),
+    tracing: resolveTracing(options.tracing)
   })
 }
 
