@@ -22,25 +22,28 @@ export interface OpenTelemetryTracer {
 export interface TracingOptions {
   /** The tracer the spans are started with. Default: the global provider's, `trace.getTracer('fastify-api-conventions')`. */
   readonly tracer?: OpenTelemetryTracer | undefined
+  /** A span per SQL statement; `false` when the host traces its driver already (`@opentelemetry/instrumentation-pg`). Default true. */
+  readonly statements?: boolean | undefined
 }
 
 /** Off (null), or on: `required` when asked for, so that registration fails without the API. */
-export type ResolvedTracing = { readonly required: boolean, readonly tracer: OpenTelemetryTracer | undefined } | null
+export type ResolvedTracing = { readonly required: boolean, readonly tracer: OpenTelemetryTracer | undefined, readonly statements: boolean } | null
 
-const tracingKeys = knownKeys({ tracer: true } satisfies Record<keyof TracingOptions, true>)
+const tracingKeys = knownKeys({ tracer: true, statements: true } satisfies Record<keyof TracingOptions, true>)
 
-/** The `tracing` option: undefined (on when @opentelemetry/api is installed), a boolean, or `{ tracer }`. */
+/** The `tracing` option: undefined (on when @opentelemetry/api is installed), a boolean, or `{ tracer?, statements? }`. */
 export function resolveTracing (value: unknown): ResolvedTracing {
-  if (value === undefined) return { required: false, tracer: undefined }
+  if (value === undefined) return { required: false, tracer: undefined, statements: true }
   if (value === false) return null
-  if (value === true) return { required: true, tracer: undefined }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new OptionsInvalidError(`tracing must be a boolean or an object { tracer? }, received ${JSON.stringify(value)}`)
+  if (value === true) return { required: true, tracer: undefined, statements: true }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new OptionsInvalidError(`tracing must be a boolean or an object { tracer?, statements? }, received ${JSON.stringify(value)}`)
   refuseUnknownKeys(value as Record<string, unknown>, tracingKeys, 'tracing')
-  const { tracer } = value as TracingOptions
+  const { tracer, statements = true } = value as TracingOptions
   if (tracer !== undefined && typeof (tracer as { startSpan?: unknown } | null)?.startSpan !== 'function') {
     throw new OptionsInvalidError(`tracing.tracer must be an OpenTelemetry Tracer, received ${JSON.stringify(tracer)}`)
   }
-  return { required: true, tracer }
+  if (typeof statements !== 'boolean') throw new OptionsInvalidError(`tracing.statements must be a boolean, received ${JSON.stringify(statements)}`)
+  return { required: true, tracer, statements }
 }
 
 /** The pipeline's two steps: the span starts before the request edge, so that a 401 or 429 has one too, and ends once answered. */
@@ -73,7 +76,7 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
     ? await importOptional<OpenTelemetry>('@opentelemetry/api', 'tracing')
     : await findOptional<OpenTelemetry>('@opentelemetry/api')
   if (api === null) return null
-  const { context, propagation, trace, SpanKind, SpanStatusCode } = api
+  const { context, isSpanContextValid, propagation, trace, SpanKind, SpanStatusCode } = api
   // The global provider's tracer follows an SDK registered later, when the host starts it after the plugin.
   const tracer = (setting.tracer ?? trace.getTracer('fastify-api-conventions')) as Tracer
   return {
@@ -106,8 +109,11 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
         })
       }
       ;(request as unknown as TracedRequest)[kSpan] = span
+      // No SDK registered (the API's no-op tracer): no trace to continue, nothing to record below.
+      if (!span.isRecording() && !isSpanContextValid(span.spanContext())) return done()
       // Everything after this hook runs in the span's context: the route's steps, the handler, and the store calls they make.
-      context.with(trace.setSpan(parent, span).setValue(kStatementTracer, tracer), done)
+      const traced = trace.setSpan(parent, span)
+      context.with(setting.statements ? traced.setValue(kStatementTracer, tracer) : traced, done)
     },
     endSpan: function endRequestSpan (request: FastifyRequest, reply: FastifyReply, done: () => void) {
       const span = (request as unknown as TracedRequest)[kSpan] as Span

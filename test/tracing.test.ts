@@ -181,11 +181,12 @@ t.test('by default the spans are the global provider\'s, under the package\'s na
 
 t.test('a tracing option of the wrong shape stops registration naming it', async t => {
   for (const [tracing, message] of [
-    ['yes', /tracing must be a boolean or an object \{ tracer\? \}, received "yes"/],
+    ['yes', /tracing must be a boolean or an object \{ tracer\?, statements\? \}, received "yes"/],
     [null, /tracing must be a boolean or an object/],
     [[], /tracing must be a boolean or an object/],
     [{ tracer: 'x' }, /tracing\.tracer must be an OpenTelemetry Tracer, received "x"/],
     [{ tracer: null }, /tracing\.tracer must be an OpenTelemetry Tracer/],
+    [{ statements: 'no' }, /tracing\.statements must be a boolean, received "no"/],
     [{ sampler: 1 }, /tracing/]
   ] as const) {
     await t.rejects(buildApp(t, { tracing: tracing as never }), { code: 'API_ERR_OPTIONS_INVALID', message }, JSON.stringify(tracing))
@@ -257,6 +258,17 @@ function statementSuite (t: Test, makeStore: () => Promise<Store>) {
     const failed = statements.filter(statement => statement.status.code === SpanStatusCode.ERROR)
     t.match(failed, [{ name: 'INSERT', attributes: { 'error.type': '23503' } }])
     t.notMatch(failed.map(exported).join(), 'no-such-author', 'no value in the span')
+  })
+
+  t.test('tracing: { statements: false }: the request\'s span without statement spans', async t => {
+    const store = await makeStore()
+    t.teardown(() => store.close())
+    const app = await buildApp(t, { store, tracing: { statements: false } })
+    await seed(app)
+    const { res, requests, statements } = await traced(app, { url: '/v1/books' })
+    t.equal(res.statusCode, 200)
+    t.match(requests, [{ name: 'GET /v1/books' }])
+    t.same(statements, [])
   })
 
   t.test('tracing: false: no statement spans either', async t => {
