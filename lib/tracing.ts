@@ -116,7 +116,9 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
       context.with(setting.statements ? traced.setValue(kStatementTracer, tracer) : traced, done)
     },
     endSpan: function endRequestSpan (request: FastifyRequest, reply: FastifyReply, done: () => void) {
-      const span = (request as unknown as TracedRequest)[kSpan] as Span
+      const span = (request as unknown as TracedRequest)[kSpan]
+      // The host's own onRequest hooks run before the plugin's: one that answers leaves no span.
+      if (span === null) return done()
       const status = reply.statusCode
       if (span.isRecording()) {
         span.setAttribute('http.response.status_code', status)

@@ -2,18 +2,21 @@
 // a server span per request named and described by OpenTelemetry's HTTP conventions, the client's
 // W3C traceparent continued, and a client span per SQL statement as the request span's child; none
 // when tracing is off. Read with the SDK's in-memory exporter.
+import { Writable } from 'node:stream'
 import t from 'tap'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-node'
-import { memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
+import Fastify from 'fastify'
+import apiConventions, { memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
 import type { ResourceModel, Store } from '../lib/index.js'
 import { auth, testAuth } from './helpers/auth.js'
 import { buildApp, json, seed } from './helpers/app.js'
 import { openPglite } from './stores/pglite-db.js'
 import { runSchemas } from './stores/run-schemas.js'
+import { demoResources } from '../demo/schemas/index.js'
 
 const exporter = new InMemorySpanExporter()
 // The SDK as a host registers it: the global tracer provider, AsyncLocalStorage for the context, W3C propagation.
@@ -119,6 +122,24 @@ t.test('a request refused by the rate limit has its span, with its 429', async t
   t.same(statuses, [200, 429])
   const { requests } = await finished()
   t.same(requests.map(span => span.attributes['http.response.status_code']), [200, 429])
+})
+
+t.test('a request the host answers before the plugin sees it has no span, and nothing fails', async t => {
+  const errors: string[] = []
+  const stream = new Writable({ write (chunk: Buffer, _encoding, done) { if (JSON.parse(chunk.toString()).level >= 50) errors.push(chunk.toString()); done() } })
+  const app = Fastify({ logger: { level: 'info', stream } })
+  t.teardown(() => app.close())
+  app.addHook('onRequest', function closedForMaintenance (request, reply, done) {
+    if (request.headers['x-maintenance'] === undefined) return done()
+    reply.code(503).header('retry-after', '60').send({ maintenance: true })
+  })
+  await app.register(apiConventions, { prefix: '/v1', resources: demoResources(memoryStore()) })
+  exporter.reset()
+  const [closed, open] = [await app.inject({ url: '/v1/books', headers: { 'x-maintenance': '1' } }), await app.inject({ url: '/v1/books' })]
+  t.same([closed.statusCode, closed.json(), open.statusCode], [503, { maintenance: true }, 200])
+  const { requests } = await finished()
+  t.same(requests.map(span => span.attributes['http.response.status_code']), [200])
+  t.same(errors, [], 'no error logged')
 })
 
 t.test('a 500 is an error of the span, typed by its status; the message stays out', async t => {
