@@ -80,7 +80,7 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
   // The global provider's tracer follows an SDK registered later, when the host starts it after the plugin.
   const tracer = (setting.tracer ?? trace.getTracer('fastify-api-conventions')) as Tracer
   return {
-    startSpan: function startRequestSpan (request: FastifyRequest, _reply: FastifyReply, done: () => void) {
+    startSpan: function startRequestSpan (request: FastifyRequest, reply: FastifyReply, done: () => void) {
       // The API's default getter reads `headers[name]`: Node has lower-cased the names already.
       const parent = propagation.extract(context.active(), request.headers)
       const { method, url } = request
@@ -107,6 +107,8 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
           ...typeof operationId === 'string' && { 'api_conventions.operation_id': operationId },
           ...spec?.resource != null && { 'api_conventions.resource': spec.resource.name }
         })
+        // A client that goes away before its answer: onResponse never comes, the span ends as the connection closes.
+        reply.raw.once('close', () => { endOnce(request, undefined) })
       }
       ;(request as unknown as TracedRequest)[kSpan] = span
       // No SDK registered (the API's no-op tracer): no trace to continue, nothing to record below.
@@ -116,9 +118,18 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
       context.with(setting.statements ? traced.setValue(kStatementTracer, tracer) : traced, done)
     },
     endSpan: function endRequestSpan (request: FastifyRequest, reply: FastifyReply, done: () => void) {
-      const span = (request as unknown as TracedRequest)[kSpan]
-      // The host's own onRequest hooks run before the plugin's: one that answers leaves no span.
-      if (span === null) return done()
+      endOnce(request, reply)
+      done()
+    }
+  }
+
+  /** Ends the request's span once: answered (`reply`), or when its connection closed first. */
+  function endOnce (request: FastifyRequest, reply: FastifyReply | undefined) {
+    const span = (request as unknown as TracedRequest)[kSpan]
+    // The host's own onRequest hooks run before the plugin's: one that answers leaves no span.
+    if (span === null) return
+    ;(request as unknown as TracedRequest)[kSpan] = null
+    if (reply !== undefined) {
       const status = reply.statusCode
       if (span.isRecording()) {
         span.setAttribute('http.response.status_code', status)
@@ -131,8 +142,7 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
         span.setAttribute('error.type', String(status))
         span.setStatus({ code: SpanStatusCode.ERROR })
       }
-      span.end()
-      done()
     }
+    span.end()
   }
 }

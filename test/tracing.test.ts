@@ -2,7 +2,10 @@
 // a server span per request named and described by OpenTelemetry's HTTP conventions, the client's
 // W3C traceparent continued, and a client span per SQL statement as the request span's child; none
 // when tracing is off. Read with the SDK's in-memory exporter.
+import { request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Test } from 'tap'
@@ -140,6 +143,29 @@ t.test('a request the host answers before the plugin sees it has no span, and no
   const { requests } = await finished()
   t.same(requests.map(span => span.attributes['http.response.status_code']), [200])
   t.same(errors, [], 'no error logged')
+})
+
+t.test('a request whose client goes away before the answer ends its span as the connection closes, without a status', async t => {
+  const inner = memoryStore()
+  let listed: () => void = () => {}
+  const reached = new Promise<void>(resolve => { listed = resolve })
+  // A LIST that waits long enough for the client to leave first.
+  const store: Store = { ...inner, list: async (model, query) => { listed(); await sleep(300); return await inner.list(model, query) } }
+  const app = await buildApp(t, { store })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  exporter.reset()
+  const client = httpRequest({ host: '127.0.0.1', port: (app.server.address() as AddressInfo).port, path: '/v1/books' })
+  const gone = new Promise(resolve => client.on('error', resolve).on('close', resolve))
+  client.end()
+  await reached
+  client.destroy()
+  await gone
+  await sleep(50)
+  const { requests } = await finished()
+  t.match(requests, [{ name: 'GET /v1/books', attributes: { 'api_conventions.operation': 'LIST' } }])
+  t.notOk('http.response.status_code' in requests[0].attributes)
+  await sleep(400)
+  t.equal(exporter.getFinishedSpans().length, 1, 'the answer written later ends no span again')
 })
 
 t.test('a 500 is an error of the span, typed by its status; the message stays out', async t => {
