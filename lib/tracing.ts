@@ -6,7 +6,6 @@ import type { FastifyReply, FastifyRequest, onRequestHookHandler, onResponseHook
 import { OptionsInvalidError } from './errors.js'
 import { findOptional, importOptional } from './optional.js'
 import { knownKeys, refuseUnknownKeys } from './options-check.js'
-import { routeSpecOf } from './routes/table.js'
 import type { RouteOperation } from './routes/table.js'
 import { kSpan, kStatementTracer } from './symbols.js'
 
@@ -85,7 +84,8 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
       const parent = propagation.extract(context.active(), request.headers)
       const { method, url } = request
       // OpenTelemetry's HTTP conventions: `{method} {http.route}`, the route in Fastify's syntax; the method alone without one (an unknown path).
-      const route = request.routeOptions.url
+      // Fastify builds routeOptions on each read: read once.
+      const { url: route, config, schema } = request.routeOptions
       const query = url.indexOf('?')
       const span = tracer.startSpan(route === undefined ? method : `${method} ${route}`, {
         kind: SpanKind.SERVER,
@@ -97,8 +97,8 @@ export async function createRequestTracing (setting: ResolvedTracing): Promise<R
         }
       }, parent)
       if (span.isRecording()) {
-        const spec = routeSpecOf(request)
-        const operationId = (request.routeOptions.schema as { operationId?: unknown } | undefined)?.operationId
+        const spec = config.route
+        const operationId = (schema as { operationId?: unknown } | undefined)?.operationId
         span.setAttributes({
           'network.protocol.version': request.raw.httpVersion,
           'client.address': request.ip,
