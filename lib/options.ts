@@ -91,8 +91,9 @@ export interface ApiConventionsOptions {
   readonly serverTiming?: boolean | undefined
   /**
    * OpenTelemetry spans (through `@opentelemetry/api`, an optional peer dependency): one per request,
-   * and one per SQL statement. `true` or `{ tracer }` needs the package (registration fails without
-   * it); `false`: none. Default: on when the package is installed (it records nothing until the host registers an SDK).
+   * and one per SQL statement. `true` or `{ tracer, statements }` needs the package (registration
+   * fails without it); `false`: none. Default: on when the package is installed (it records nothing
+   * until the host registers an SDK).
    */
   readonly tracing?: boolean | TracingOptions | undefined
 }
