@@ -65,7 +65,9 @@ export const ablations: Readonly<Record<string, (store: Store) => Partial<ApiCon
   'no idempotency': () => ({ idempotency: false }),
   'no rate limit': () => ({ rateLimit: false }),
   'no auth': () => ({ auth: undefined }),
-  'no auth, cors, rate limit': () => ({ auth: undefined, cors: undefined, rateLimit: false })
+  'no auth, cors, rate limit': () => ({ auth: undefined, cors: undefined, rateLimit: false }),
+  // What the request span costs while no OpenTelemetry SDK is registered (@opentelemetry/api installed, as here).
+  'no tracing': () => ({ tracing: false })
 }
 
 async function main () {

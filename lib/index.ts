@@ -15,6 +15,7 @@ import type { RouteContext } from './routes/context.js'
 import { assignStores } from './routes/stores.js'
 import { buildPipeline, installPipeline } from './pipeline.js'
 import { createStoreTiming } from './store-timing.js'
+import { createRequestTracing } from './tracing.js'
 import { registerProblemPages } from './problem-pages.js'
 import { registerPreflightRoute } from './security/cors.js'
 import { routeUnmetExpectations } from './security/limits.js'
@@ -70,7 +71,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     typeBase: options.problemTypeBase ?? `${prefix}/problems/`,
     allowedMethods: path => routes.allowedAt(path)
   })
-  installPipeline(app, buildPipeline(app, options, models, context, storeTiming))
+  installPipeline(app, buildPipeline(app, options, models, context, storeTiming, await createRequestTracing(options.tracing)))
   // Before any route, so every route of the plugin (and none of the host's) is compressed.
   await registerCompression(app, options.compression)
   routeUnmetExpectations(app.server, prefix)
@@ -110,6 +111,7 @@ export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOpt
 export type { IdempotencyOptions } from './idempotency.js'
 export { createMetrics } from './metrics.js'
 export type { Metrics, MetricsOptions, MetricsRegistry } from './metrics.js'
+export type { TracingOptions, OpenTelemetryTracer } from './tracing.js'
 export type {
   ApplicationRules, ResourceRules, RowRule, FieldRule, ServerValue, ServerValueContext, WriteHooks, WriteEvent, WriteOperation, Transaction
 } from './rules/types.js'

@@ -25,6 +25,8 @@ import { resolveMetrics } from './metrics.js'
 import { resolveCompression } from './http/compression.js'
 import type { CompressionOptions, ResolvedCompression } from './http/compression.js'
 import type { Metrics, MetricsCollector } from './metrics.js'
+import { resolveTracing } from './tracing.js'
+import type { ResolvedTracing, TracingOptions } from './tracing.js'
 
 export interface ApiConventionsOptions {
   readonly resources: ReadonlyArray<ResourceDefinition<TObject>>
@@ -94,6 +96,13 @@ export interface ApiConventionsOptions {
   readonly serverTiming?: boolean | undefined
   /** `br` / `gzip` bodies of `threshold` bytes or more when Accept-Encoding asks; `false` sends every body as it is. Default: on, 1024, `['br', 'gzip']`. */
   readonly compression?: CompressionOptions | false | undefined
+  /**
+   * OpenTelemetry spans (through `@opentelemetry/api`, an optional peer dependency): one per request,
+   * and one per SQL statement. `true` or `{ tracer, statements }` needs the package (registration
+   * fails without it); `false`: none. Default: on when the package is installed (it records nothing
+   * until the host registers an SDK).
+   */
+  readonly tracing?: boolean | TracingOptions | undefined
 }
 
 export interface ResolvedOptions {
@@ -129,6 +138,7 @@ export interface ResolvedOptions {
   readonly metrics: MetricsCollector | null
   readonly serverTiming: boolean
   readonly compression: ResolvedCompression | null
+  readonly tracing: ResolvedTracing
 }
 
 const optionKeys = knownKeys({
@@ -161,6 +171,7 @@ const optionKeys = knownKeys({
   metrics: true,
   serverTiming: true,
   compression: true,
+  tracing: true,
   // Fastify's own register options, which reach the plugin with its options.
   prefix: true,
   logLevel: true,
@@ -240,7 +251,8 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage'),
     metrics: resolveMetrics(options.metrics),
     serverTiming: flag(options, 'serverTiming'),
-    compression: resolveCompression(options.compression)
+    compression: resolveCompression(options.compression),
+    tracing: resolveTracing(options.tracing)
   })
 }
 

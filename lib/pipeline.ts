@@ -23,10 +23,11 @@ import {
   admission, auditLogOf, authenticatorFor, authorizationFor, checkRequestHeaders, rateLimiterFor,
   resourcePolicies, routeLimits
 } from './security/index.js'
-import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead, kStoreTime } from './symbols.js'
+import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead, kSpan, kStoreTime } from './symbols.js'
 import { callerBodyCheck } from './rules/write.js'
 import type { RouteContext } from './routes/context.js'
 import type { StoreTiming } from './store-timing.js'
+import type { RequestTracing } from './tracing.js'
 
 type BodyWrite = 'create' | 'replace' | 'modify'
 const bodyWrites = new Set<string>(['create', 'replace', 'modify'] satisfies BodyWrite[])
@@ -50,10 +51,14 @@ export interface Pipeline {
   readonly parsers: readonly BodyParser[]
   /** Route settings, applied as each route is added. */
   readonly onRoute: ReadonlyArray<Step<(route: RouteOptions, spec: RouteSpec | undefined) => void>>
+  /** Before the edge: what must see every request the plugin answers, refusals included. */
+  readonly onRequest: ReadonlyArray<Step<onRequestHookHandler>>
   /** Every request's first steps, run as one onRequest hook (security/edge.ts). */
   readonly edge: ReadonlyArray<Step<EdgeStep | undefined>>
   readonly preParsing: ReadonlyArray<Step<preParsingHookHandler>>
   readonly onSend: ReadonlyArray<Step<onSendHookHandler>>
+  /** Every answered request's, unknown paths' included. */
+  readonly onResponse: ReadonlyArray<Step<onResponseHookHandler>>
   /** Added to the routes that need them, after the steps above of their phase. */
   readonly routeSteps: readonly RouteStep[]
 }
@@ -63,19 +68,24 @@ const bodiless = new Set(['GET', 'HEAD'])
 /** Whether requests to the route may carry a body (every method but GET and HEAD may). */
 const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method => bodiless.has(method))
 
-/** The plugin's pipeline for these options; `storeTiming` when Server-Timing is on (its stores are then in `context`). */
-export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext, storeTiming: StoreTiming | null = null): Pipeline {
+/**
+ * The plugin's pipeline for these options; `storeTiming` when Server-Timing is on (its stores are
+ * then in `context`), `tracing` when requests are traced.
+ */
+export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext, storeTiming: StoreTiming | null = null, tracing: RequestTracing | null = null): Pipeline {
   const headers = createHeaderHooks(options, options.deprecation, options.compression !== null)
   const formats = createResponseFormats(app, models)
   // Only when read: by a store that routes by caller, or by Server-Timing's clock.
   const requestScoped = storeTiming !== null || routesReadsByCaller(models.map(context.storeOf))
   return {
-    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null], [kCaller, null], [kKeyedTransaction, null], [kStoreTime, null]],
+    requestFields: [['principal', null], ['audit', null], [kPlainJson, false], [kRecordRead, null], [kFormat, null], [kCaller, null], [kKeyedTransaction, null], [kStoreTime, null], [kSpan, null]],
     parsers: [jsonParser(app), ...formatParsers],
     onRoute: [
       { name: 'routeLimits', run: routeLimits(options) },
       { name: 'resourcePolicy', run: resourcePolicies(options) }
     ],
+    // First of all: the span of a request the edge refuses (401, 429) ends with its status too.
+    onRequest: tracing === null ? [] : [{ name: 'tracing', run: tracing.startSpan }],
     edge: [
       { name: 'fixedHeaders', run: headers.setFixedHeaders },
       { name: 'requestId', run: stampRequestId },
@@ -95,6 +105,7 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
       { name: 'routeHeaders', run: headers.setRouteHeaders },
       ...(storeTiming === null ? [] : [{ name: 'serverTiming', run: storeTiming.setHeader }])
     ],
+    onResponse: tracing === null ? [] : [{ name: 'tracing', run: tracing.endSpan }],
     routeSteps: [
       // First of the route's steps: a path with an empty id is not found, whatever its body.
       { name: 'emptyId', phase: 'onRequest', hookFor: (_route, spec) => namesRecord(spec) ? refuseEmptyId : undefined },
@@ -129,9 +140,11 @@ export function installPipeline (app: FastifyInstance, pipeline: Pipeline) {
       if (hook !== undefined) addRouteHook(route, step.phase, hook)
     }
   })
+  for (const step of pipeline.onRequest) app.addHook('onRequest', step.run)
   app.addHook('onRequest', edgeHook(pipeline.edge.flatMap(step => step.run === undefined ? [] : [step.run])))
   for (const step of pipeline.preParsing) app.addHook('preParsing', step.run)
   for (const step of pipeline.onSend) app.addHook('onSend', step.run)
+  for (const step of pipeline.onResponse) app.addHook('onResponse', step.run)
 }
 
 /** Appends `hook` to the route's own `phase` hooks. */

@@ -52,3 +52,10 @@ export const kKeyedTransaction = Symbol('api-conventions.keyedTransaction')
 export const kStoreTime = Symbol('api-conventions.storeTime')
 /** What the plugin reads of a createMetrics() result (metrics.ts): not part of its public shape. */
 export const kMetricsCollector = Symbol('api-conventions.metricsCollector')
+/** A request's server span, ended once it is answered (tracing.ts). */
+export const kSpan = Symbol('api-conventions.span')
+/**
+ * An OpenTelemetry context key: the tracer the SQL stores start their statement spans with, set in
+ * the context of each request the plugin traces (tracing.ts, stores/sql/tracing.ts).
+ */
+export const kStatementTracer = Symbol('api-conventions.statementTracer')

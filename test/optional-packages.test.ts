@@ -10,9 +10,11 @@ import Fastify from 'fastify'
 import { Type } from '@sinclair/typebox'
 import apiConventions, { createMetrics, defineResource, memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
 import { findOptional } from '../lib/optional.js'
+// Before the hooks below: PGlite itself is loaded, so that a store can be opened on an instance given.
+import { openPglite } from './stores/pglite-db.js'
 
 register('./helpers/missing-packages.mjs', import.meta.url, {
-  data: { missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client'], broken: ['api-conventions-broken'] }
+  data: { missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api'], broken: ['api-conventions-broken'] }
 })
 
 const Book = Type.Object({ id: Type.Readonly(Type.String()), title: Type.String() }, { additionalProperties: false })
@@ -55,6 +57,30 @@ t.test('without Scalar installed the API serves no docs page by default, and log
   t.same([docs.statusCode, document.statusCode, created.statusCode], [404, 200, 201])
   t.match(docs.json(), { status: 404 })
   t.match(lines.filter(line => line.msg.includes('docs page')), [{ level: 30, msg: 'api-conventions: no docs page, @scalar/fastify-api-reference is not installed' }])
+})
+
+t.test('tracing: true without @opentelemetry/api installed stops registration naming it', async t => {
+  for (const tracing of [true, { tracer: { startSpan: () => ({}) } }]) {
+    const app = Fastify()
+    t.teardown(() => app.close())
+    await t.rejects(async () => { await app.register(apiConventions, { prefix: '/v1', resources: resources(), tracing }) },
+      missing('@opentelemetry/api', 'tracing'))
+  }
+})
+
+t.test('without @opentelemetry/api installed, requests are not traced by default, and a SQL store sends its statements as they are', async t => {
+  const db = await openPglite()
+  t.teardown(() => db.close())
+  const store = await pgliteStore({ db })
+  t.teardown(() => store.close())
+  const Book = Type.Object({ id: Type.Readonly(Type.String()), title: Type.String() }, { additionalProperties: false })
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(apiConventions, { prefix: '/v1', resources: [defineResource({ name: 'books', singular: 'book', schema: Book, store })] })
+  const created = await app.inject({ method: 'POST', url: '/v1/books', payload: { title: 'Dune' } })
+  t.equal(created.statusCode, 201)
+  const read = await app.inject({ url: `/v1/books/${String(created.json().data.book.id)}` })
+  t.match([read.statusCode, read.json()], [200, { data: { book: { title: 'Dune' } } }])
 })
 
 t.test('a package found but failing to load is not reported as missing', async t => {

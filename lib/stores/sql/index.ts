@@ -13,6 +13,7 @@ import { SqlStore } from './store.js'
 import type { SqlDatabase } from './store.js'
 import type { TableMapping } from './table.js'
 import { ReadRouter } from './replica.js'
+import { statementTracing } from './tracing.js'
 import type { PositionsRedis } from './replica.js'
 import { knownKeys, refuseUnknownKeys } from '../../options-check.js'
 import { OptionsInvalidError } from '../../errors.js'
@@ -115,7 +116,8 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
   })
   // The client waits a second longer than statement_timeout (PostgreSQL "Client Connection
   // Defaults"), whose cancel (57014, also a 503) keeps the connection usable.
-  const database = (pool: PostgresPool, owned: boolean) => poolDatabase(pool, owned, queryTimeoutMillis + 1000, pooler === 'transaction' ? { statementTimeoutMillis: queryTimeoutMillis } : undefined)
+  const traced = await statementTracing()
+  const database = (pool: PostgresPool, owned: boolean) => traced(poolDatabase(pool, owned, queryTimeoutMillis + 1000, pooler === 'transaction' ? { statementTimeoutMillis: queryTimeoutMillis } : undefined))
   const primary = database(options.pool ?? await makePool(options.connectionString), options.pool === undefined)
   const { readPool, readConnectionString } = options
   const replica = readPool !== undefined ? database(readPool, false) : readConnectionString !== undefined ? database(await makePool(readConnectionString), true) : undefined
@@ -143,7 +145,8 @@ export async function pgliteStore (options: PgliteStoreOptions): Promise<Store> 
   }
   if (dataDir !== undefined && (typeof dataDir !== 'string' || dataDir === '')) throw new OptionsInvalidError(`pgliteStore.dataDir must be a directory path, received ${described(dataDir)}`)
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true })
-  return await openStore(pgliteDatabase(db ?? await openPglite(dataDir), db === undefined), options)
+  const traced = await statementTracing()
+  return await openStore(traced(pgliteDatabase(db ?? await openPglite(dataDir), db === undefined)), options)
 }
 
 async function openPglite (dataDir: string | undefined): Promise<PgliteInstance> {
