@@ -25,7 +25,7 @@ import {
 } from './security/index.js'
 import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead, kStoreTime } from './symbols.js'
 import { callerBodyCheck } from './rules/write.js'
-import type { RouteContext } from './routes/context.js'
+import type { OperationContext } from './operations/context.js'
 import type { StoreTiming } from './store-timing.js'
 
 type BodyWrite = 'create' | 'replace' | 'modify'
@@ -64,7 +64,7 @@ const bodiless = new Set(['GET', 'HEAD'])
 const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method => bodiless.has(method))
 
 /** The plugin's pipeline for these options; `storeTiming` when Server-Timing is on (its stores are then in `context`). */
-export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext, storeTiming: StoreTiming | null = null): Pipeline {
+export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: OperationContext, storeTiming: StoreTiming | null = null): Pipeline {
   const headers = createHeaderHooks(options, options.deprecation)
   const formats = createResponseFormats(app, models)
   // Only when read: by a store that routes by caller, or by Server-Timing's clock.
