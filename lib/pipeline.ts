@@ -27,9 +27,8 @@ import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead, kStoreTim
 import { callerBodyCheck } from './rules/write.js'
 import type { OperationContext } from './operations/context.js'
 import type { StoreTiming } from './store-timing.js'
-
-type BodyWrite = 'create' | 'replace' | 'modify'
-const bodyWrites = new Set<string>(['create', 'replace', 'modify'] satisfies BodyWrite[])
+import { bodyWrites } from './operations/table.js'
+import type { BodyWrite } from './operations/table.js'
 
 interface Step<F> { readonly name: string, readonly run: F }
 
