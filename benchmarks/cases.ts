@@ -53,6 +53,24 @@ export const cases: readonly BenchCase[] = [
     description: 'LIST, first page of the default 20 in id order, with self/first/next links (the next one an encrypted token).'
   },
   {
+    name: 'list-20-br',
+    method: 'GET',
+    path: '/v1/books',
+    headers: { 'accept-encoding': 'br' },
+    status: 200,
+    stores: ['memory'],
+    description: 'LIST-20 with `Accept-Encoding: br`: the plugin sends the page brotli-compressed (quality 4), the baseline as it is. Its ratio against list-20\'s is what compression costs.'
+  },
+  {
+    name: 'list-20-gzip',
+    method: 'GET',
+    path: '/v1/books',
+    headers: { 'accept-encoding': 'gzip' },
+    status: 200,
+    stores: ['memory'],
+    description: 'LIST-20 with `Accept-Encoding: gzip`: the page gzip-compressed (zlib level 6). Its ratio against list-20\'s is what compression costs.'
+  },
+  {
     name: 'list-filter-sort-fields',
     method: 'GET',
     path: '/v1/books?filter=year%20ge%202000&sort=-rating&fields=title,rating,year',

@@ -9,7 +9,9 @@ export type { RelationDefinition } from './registry/model.js'
 
 /**
  * `P` is the principal the authentication verifiers return, inferred from the rule and hook
- * functions' parameters (docs/rules.md).
+ * functions' parameters (docs/rules.md). Its default stays `any` here so that a definition of any
+ * principal fits `options.resources`; defineResource's is `unknown`, so that an unannotated
+ * `principal => principal.tenant` does not compile unchecked.
  */
 export interface ResourceDefinition<S extends TObject = TObject, P = any> extends ResourceShape<S>, ApplicationRules<Static<S>, P> {
   readonly store: Store
@@ -23,7 +25,7 @@ export type RecordOf<D> = D extends ResourceDefinition<infer S> ? Static<S> : ne
  * @example
  * const books = defineResource({ name: 'books', singular: 'book', schema: Book, store })
  */
-export function defineResource<S extends TObject, P = any> (definition: ResourceDefinition<S, P> & { readonly relations?: OwnForeignKeys<Static<S>> | undefined }): ResourceDefinition<S, P> {
+export function defineResource<S extends TObject, P = unknown> (definition: ResourceDefinition<S, P> & { readonly relations?: OwnForeignKeys<Static<S>> | undefined }): ResourceDefinition<S, P> {
   return definition
 }
 

@@ -82,7 +82,7 @@ export const QueryInvalidError = enter(createError('API_ERR_QUERY_INVALID', 'One
 export const BodyInvalidError = enter(createError('API_ERR_BODY_INVALID', 'The request body does not match the resource schema.', 400, Error, noStack),
   'The body does not match the resource schema, sets a read-only field such as the id, or has unknown members; invalidParams names each field.')
 export const BodyMalformedError = enter(createError<[string]>('API_ERR_BODY_MALFORMED', 'The request body could not be parsed: %s', 400, Error, noStack),
-  'The body is not well-formed for its Content-Type (for example broken JSON, or an empty JSON body).', forStatus)
+  'The body is not well-formed for its Content-Type (for example broken JSON, an empty JSON body, or JSON sent as a form).', forStatus)
 export const BadUrlError = enter(createError('API_ERR_BAD_URL', 'The request URL cannot be decoded.', 400, Error, noStack),
   'The URL has a malformed percent-encoding or otherwise cannot be decoded.')
 export const HeaderInvalidError = enter(createError('API_ERR_HEADER_INVALID', 'One or more request headers are invalid.', 400, Error, noStack),

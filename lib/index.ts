@@ -8,6 +8,7 @@ import { buildRegistry } from './registry/index.js'
 import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema } from './registry/derive.js'
 import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
+import { warnOfRandomSecret } from './query/cursor.js'
 import { buildRouteTable, createRouteIndex, registerRoute } from './routes/table.js'
 import { createOperationContext } from './operations/context.js'
 import { createOperations } from './operations/index.js'
@@ -18,6 +19,7 @@ import { registerProblemPages } from './problem-pages.js'
 import { registerPreflightRoute } from './security/cors.js'
 import { routeUnmetExpectations } from './security/limits.js'
 import { registerOpenApi } from './openapi/index.js'
+import { registerCompression } from './http/compression.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
@@ -33,7 +35,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const stores = new Set(models.map(assigned))
   for (const store of stores) await store.prepare?.(models.filter(model => assigned(model) === store), { idempotencyKeys: options.idempotency !== null })
   if (options.metrics !== null) app.addHook('onClose', options.metrics.watch(stores))
-  if (options.cursorSecretGenerated) app.log.warn('api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances')
+  if (options.cursorSecretGenerated) warnOfRandomSecret(app.log)
 
   app.setValidatorCompiler(({ schema, httpPart }) => httpPart === 'body' ? context.ajv.compile(schema) : () => true)
 
@@ -49,6 +51,8 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     allowedMethods: path => routes.allowedAt(path)
   })
   installPipeline(app, buildPipeline(app, options, models, context, storeTiming))
+  // Before any route, so every route of the plugin (and none of the host's) is compressed.
+  await registerCompression(app, options.compression)
   routeUnmetExpectations(app.server, prefix)
   registerPreflightRoute(app)
   // Before the resource routes, or they go undocumented.
@@ -98,6 +102,7 @@ export type { CorsOptions } from './security/cors.js'
 export type { RateLimitOptions, RedisClient } from './security/rate-limit.js'
 export type { DeprecationOptions } from './security/deprecation.js'
 export type { ResourcePolicy } from './security/headers.js'
+export type { CompressionOptions } from './http/compression.js'
 export type { AuditValues } from './security/audit-headers.js'
 export { genReqId } from './security/request-id.js'
 export { createClientErrorHandler, createFrameworkErrorHandler } from './security/limits.js'

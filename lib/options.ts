@@ -22,6 +22,8 @@ import type { IdempotencyOptions, ResolvedIdempotency } from './idempotency.js'
 import { resolveBatch } from './routes/batch.js'
 import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 import { resolveMetrics } from './metrics.js'
+import { resolveCompression } from './http/compression.js'
+import type { CompressionOptions, ResolvedCompression } from './http/compression.js'
 import type { Metrics, MetricsCollector } from './metrics.js'
 
 export interface ApiConventionsOptions {
@@ -87,6 +89,8 @@ export interface ApiConventionsOptions {
   readonly metrics?: Metrics | false | undefined
   /** `Server-Timing: store;dur=…` on every answer: the milliseconds it waited on its store. Default false. */
   readonly serverTiming?: boolean | undefined
+  /** `br` / `gzip` bodies of `threshold` bytes or more when Accept-Encoding asks; `false` sends every body as it is. Default: on, 1024, `['br', 'gzip']`. */
+  readonly compression?: CompressionOptions | false | undefined
 }
 
 export interface ResolvedOptions {
@@ -121,6 +125,7 @@ export interface ResolvedOptions {
   readonly docsPage: boolean | undefined
   readonly metrics: MetricsCollector | null
   readonly serverTiming: boolean
+  readonly compression: ResolvedCompression | null
 }
 
 const optionKeys = knownKeys({
@@ -152,6 +157,7 @@ const optionKeys = knownKeys({
   docsPage: true,
   metrics: true,
   serverTiming: true,
+  compression: true,
   // Fastify's own register options, which reach the plugin with its options.
   prefix: true,
   logLevel: true,
@@ -226,7 +232,8 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     openapi: resolveOpenApiInfo(options.openapi),
     docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage'),
     metrics: resolveMetrics(options.metrics),
-    serverTiming: flag(options, 'serverTiming')
+    serverTiming: flag(options, 'serverTiming'),
+    compression: resolveCompression(options.compression)
   })
 }
 

@@ -64,7 +64,7 @@ const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method
 
 /** The plugin's pipeline for these options; `storeTiming` when Server-Timing is on (its stores are then in `context`). */
 export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: OperationContext, storeTiming: StoreTiming | null = null): Pipeline {
-  const headers = createHeaderHooks(options, options.deprecation)
+  const headers = createHeaderHooks(options, options.deprecation, options.compression !== null)
   const formats = createResponseFormats(app, models)
   // Only when read: by a store that routes by caller, or by Server-Timing's clock.
   const requestScoped = storeTiming !== null || routesReadsByCaller(models.map(context.storeOf))

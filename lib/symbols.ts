@@ -26,6 +26,11 @@
 //   (routes/table.ts createRouteIndex).
 // - Fastify's body parser calls back in the async context the request's hooks ran in, also for a
 //   body that arrives later (store-timing.ts; pinned by test/server-timing.test.ts).
+// - Fastify ends a derived HEAD route's onSend with a step named headRouteOnSendHandler, which
+//   drops the body; @fastify/compress's onRoute hook adds its own step after it (http/compression.ts compressHead).
+// - @fastify/compress leaves a body that already has a Content-Encoding alone, and adds
+//   `accept-encoding` to a Vary that does not hold it in lower case (http/compression.ts).
+// - Negotiator's encodings(available, { preferred }) breaks ties by `preferred` (http/compression.ts acceptedCodings).
 
 /** The store read an item request shares between authorization and RETRIEVE (record-once.ts). */
 export const kRecordRead = Symbol('api-conventions.recordRead')

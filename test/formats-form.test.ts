@@ -1,11 +1,13 @@
 // Form bodies over HTTP (spec "Request headers": Content-Type allows
 // application/x-www-form-urlencoded and multipart/form-data): create / replace / modify round
-// trips with values typed by the schema, validation as for JSON, file parts and size limits.
+// trips with values typed by the schema, validation as for JSON, file parts and size limits; JSON
+// text sent as a form (curl -d without a Content-Type) told apart, here and through the demo.
 import t from 'tap'
 import { PassThrough, Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
 import { buildApp, json, seed } from './helpers/app.js'
 import { parseMultipart, parseUrlEncoded } from '../lib/formats/form.js'
+import { places, placeFor } from './helpers/demo-http.js'
 
 const urlencoded = { 'content-type': 'application/x-www-form-urlencoded' } as const
 const BOUNDARY = '----form-boundary-7MA4YWxk'
@@ -80,6 +82,68 @@ t.test('urlencoded over bodyLimit is 413', async t => {
   const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: urlencoded, payload: `name=${'x'.repeat(600)}` })
   t.equal(res.statusCode, 413)
   t.match(res.json(), { type: '/v1/problems/body-too-large' })
+})
+
+// What `curl -d '{"name":"X"}'` sends: JSON text under curl's default Content-Type.
+const jsonAsForm = {
+  type: '/v1/problems/body-malformed',
+  title: 'Bad Request',
+  status: 400,
+  detail: 'The request body could not be parsed: it is JSON, sent as a form (Content-Type: application/x-www-form-urlencoded, what curl -d sends unless told otherwise); send it with Content-Type: application/json',
+  invalidParams: [{ name: 'body', reason: 'is JSON text, not form fields; send Content-Type: application/json' }]
+}
+
+t.test('urlencoded: a body that is JSON is a 400 saying so and naming the Content-Type to send', async t => {
+  const app = await buildApp(t)
+  const { authors, books } = await seed(app)
+  const cases: Array<[method: string, url: string, body: string]> = [
+    ['POST', '/v1/authors', '{"name":"X"}'],
+    ['POST', '/v1/authors', '\n  { "name": "X", "country": "NZ" }\n'],
+    ['POST', '/v1/authors', '[{"name":"X"}]'],
+    ['PUT', `/v1/authors/${authors[0].id}`, `{"id":"${authors[0].id}","name":"X"}`],
+    ['PATCH', `/v1/books/${books[0].id}`, '{"rating":5}']
+  ]
+  const book = (await app.inject({ url: `/v1/books/${books[0].id}` })).json().data.book
+  for (const [method, url, payload] of cases) {
+    const res = await app.inject({ method: method as 'POST', url, headers: urlencoded, payload })
+    t.equal(res.statusCode, 400, `${method} ${JSON.stringify(payload)}`)
+    t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8')
+    t.same(res.json(), { ...jsonAsForm, instance: url })
+  }
+  t.equal((await app.inject({ url: '/v1/authors' })).json().data.authors.length, authors.length, 'nothing created')
+  t.same((await app.inject({ url: `/v1/books/${books[0].id}` })).json().data.book, book, 'nothing modified')
+  t.equal((await app.inject({ url: `/v1/authors/${authors[0].id}` })).json().data.author.name, authors[0].name, 'nothing replaced')
+  // The same text as JSON is what the client meant.
+  t.equal((await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: '{"name":"X"}' })).statusCode, 201)
+})
+
+t.test('urlencoded: form bodies that hold JSON text, or only look like it, are read as forms as before', async t => {
+  const app = await buildApp(t)
+  // A JSON value in a field; percent-encoded JSON (what a form encoder makes of it) is a field name.
+  const valued = await app.inject({ method: 'POST', url: '/v1/authors', headers: urlencoded, payload: `name=${encodeURIComponent('{"a":1}')}` })
+  t.equal(valued.statusCode, 201)
+  t.equal(valued.json().data.author.name, '{"a":1}')
+  for (const payload of [encodeURIComponent('{"name":"X"}'), '{name=X', '{"name":"X"']) {
+    const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: urlencoded, payload })
+    t.equal(res.statusCode, 400, payload)
+    t.same(res.json().invalidParams, [{ name: 'name', reason: 'is required' }, { name: new URLSearchParams(payload).keys().next().value, reason: 'is not a field of this resource' }])
+  }
+  t.same(parseUrlEncoded('{"a"=1&b=2'), { '{"a"': '1', b: '2' })
+  t.throws(() => parseUrlEncoded(' {"a":1}'), { code: 'API_ERR_BODY_MALFORMED' })
+})
+
+t.test('JSON sent as a form to the demo over HTTP: the 400 that says what to send', async t => {
+  const { start } = await placeFor(t, places('form-json')[0])
+  const { api } = await start()
+  const answer = await api('dev', 'POST', '/v1/authors', { body: '{"name":"X"}', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  t.equal(answer.status, 400)
+  t.equal(answer.headers.get('content-type'), 'application/problem+json; charset=utf-8')
+  t.same(answer.body, { ...jsonAsForm, instance: '/v1/authors' })
+  const sent = await api('dev', 'POST', '/v1/authors', { body: '{"name":"X"}' })
+  t.equal(sent.status, 201, 'with Content-Type: application/json it is created')
+  // A real form still creates.
+  const form = await api('dev', 'POST', '/v1/authors', { body: 'name=Y&country=NZ', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  t.same([form.status, form.body.data.author.name, form.body.data.author.country], [201, 'Y', 'NZ'])
 })
 
 t.test('multipart: CREATE, REPLACE and MODIFY round trip with fields typed by the schema', async t => {

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module'
 import Fastify from 'fastify'
 import type { FastifyReply } from 'fastify'
 import swagger from '@fastify/swagger'
+import compress from '@fastify/compress'
 import helmet from 'helmet'
 import Negotiator from 'negotiator'
 import fastJsonStringify from 'fast-json-stringify'
@@ -199,4 +200,36 @@ t.test('Fastify shows its router settings as initialConfig.routerOptions, in fin
   const app = Fastify({ routerOptions: { ignoreTrailingSlash: true, maxParamLength: 50 } })
   t.teardown(() => app.close())
   t.match(app.initialConfig, { routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: false, maxParamLength: 50 }, caseSensitive: true })
+})
+
+t.test('Fastify ends a derived HEAD route\'s onSend with headRouteOnSendHandler, and @fastify/compress adds its step after it', async t => {
+  // http/compression.ts compressHead moves Fastify's step last, so HEAD is compressed as GET is.
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(compress, { threshold: 1 })
+  const steps: Record<string, string[]> = {}
+  app.addHook('onRoute', route => { steps[String(route.method)] = [route.onSend ?? []].flat().map(step => step.name) })
+  app.get('/x', async () => 'x')
+  await app.ready()
+  t.same(steps, { GET: ['onSend'], HEAD: ['headRouteOnSendHandler', 'onSend'] })
+})
+
+t.test('@fastify/compress leaves a body that has a Content-Encoding alone, and adds accept-encoding to Vary unless it is there in lower case', async t => {
+  // http/compression.ts: the constant bodies it compresses itself pass through; Vary is mended after.
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(compress, { threshold: 1 })
+  app.get('/coded', async (_request, reply) => reply.header('content-encoding', 'br').send('made elsewhere'))
+  app.get('/vary', async (_request, reply) => reply.header('vary', 'Origin, Accept-Encoding').send('x'.repeat(100)))
+  const coded = await app.inject({ url: '/coded', headers: { 'accept-encoding': 'gzip' } })
+  t.same([coded.headers['content-encoding'], coded.body], ['br', 'made elsewhere'])
+  const vary = await app.inject({ url: '/vary', headers: { 'accept-encoding': 'gzip' } })
+  t.same([vary.headers['content-encoding'], vary.headers.vary], ['gzip', 'Origin, Accept-Encoding, accept-encoding'])
+})
+
+t.test('Negotiator\'s encodings(available, { preferred }) breaks ties by the preferred order, as @fastify/compress does', async t => {
+  // http/compression.ts acceptedCodings; @types/negotiator does not declare the option.
+  const negotiator = new Negotiator({ headers: { 'accept-encoding': 'gzip, br' } }) as unknown as { encodings (available: string[], options?: { preferred: string[] }): string[] }
+  t.same(negotiator.encodings(['br', 'gzip']).slice(0, 2), ['gzip', 'br'], 'without it: the header\'s order')
+  t.same(negotiator.encodings(['br', 'gzip'], { preferred: ['br', 'gzip'] }).slice(0, 2), ['br', 'gzip'], 'with it: the preferred order')
 })

@@ -32,7 +32,8 @@ const jsonTypes = new Set(['application/json', 'application/merge-patch+json', '
 // What a schema cannot say and a description does: the filter grammar, a token's binding to its
 // query, which paging parameters combine, a body's id equal to the path's. A 400 naming only these
 // is the server applying the prose, not refusing what the schema allows.
-const described = new Set(['filter', 'token', 'offset', 'page', 'pageOffset', 'id'])
+// OData's names of these, and `$orderby`, whose syntax is prose as filter's is; giving both names of one option.
+const described = new Set(['filter', 'token', 'offset', 'page', 'pageOffset', 'id', '$filter', '$skip', '$orderby'])
 
 /** A query value as the document reads it: the text, or the number or boolean it spells. */
 function readings (text: string): unknown[] {
@@ -186,7 +187,8 @@ t.test('every operation, error and paging case: the document and the server agre
     '', 'sort=-year&sort=title', 'sort=%2Byear', 'fields=title&fields=year',
     'expand=author&include=author&expand=reviews', 'year=1951&year=1953', 'year=null', 'available=true', 'author.country=NZ&author.country=CA',
     'filter=year ge 1955 and author/country eq \'NZ\'', 'total=true&pageSize=0', 'offset=3&pageSize=2', 'pageOffset=2&pageSize=5', 'page=3&pageSize=5',
-    `offset=${Number.MAX_SAFE_INTEGER}`, 'rating=null&reviews.rating=4'
+    `offset=${Number.MAX_SAFE_INTEGER}`, 'rating=null&reviews.rating=4',
+    '$filter=year ge 1955&$orderby=year desc,title&$top=2&$skip=1&$select=title&$select=year&$expand=author&$count=true'
   ]) await send({ url: `/v1/books?${query}` })
   await send({ url: '/v1/authors?sort=-name&expand=books&include=books&name=Janet Frame&name=Alice Munro' })
   await send({ url: `/v1/authors/${authors[0].id}/books?sort=year&fields=title` })
@@ -209,6 +211,7 @@ t.test('every operation, error and paging case: the document and the server agre
 
   // RETRIEVE, its headers, conditional requests, capabilities.
   const fetched = await send({ url: `/v1/books/${book.id}?fields=title&fields=year&expand=author` })
+  await send({ url: `/v1/books/${book.id}?$select=title&$expand=author` })
   await send({ url: `/v1/books/${book.id}?include=author&include=reviews` })
   for (const url of ['/v1/books?sort=title', `/v1/books/${book.id}`, `/v1/authors/${authors[0].id}/books`, '/v1/authors', `/v1/authors/${authors[0].id}`,
     '/v1/reviews', `/v1/reviews/${review.id}`, `/v1/books/${book.id}/reviews`, '/v1/problems', '/v1/problems/body-invalid']) await send({ method: 'HEAD', url })
@@ -257,6 +260,8 @@ t.test('every operation, error and paging case: the document and the server agre
     { url: '/v1/books?sort=year&sort=-year' }, { url: '/v1/books?sort=year,year' }, { url: '/v1/books?fields=' }, { url: '/v1/books?expand=nothing' },
     { url: '/v1/books?year=soon' }, { url: '/v1/books?available=yes' }, { url: '/v1/books?colour=red' }, { url: `/v1/books?offset=${Number.MAX_SAFE_INTEGER + 1}` },
     { url: '/v1/books?offset=-1' }, { url: '/v1/books?page=0' }, { url: `/v1/books/${book.id}?sort=title` }, { url: `/v1/books/${book.id}?fields=colour` },
+    { url: '/v1/books?$top=101' }, { url: '/v1/books?$count=maybe' }, { url: '/v1/books?$select=colour' }, { url: '/v1/books?$orderby=year,year desc' },
+    { url: '/v1/books?$filter=year gt 1&filter=year gt 1' }, { url: `/v1/books/${book.id}?$expand=nothing` },
     { method: 'POST', url: '/v1/books', payload: { id: 'mine', title: 'T', authorId: authors[0].id } },
     { method: 'POST', url: '/v1/books', payload: { title: 'T', authorId: authors[0].id, reviewCount: 3 } },
     { method: 'POST', url: '/v1/books', payload: { title: '', authorId: authors[0].id } },

@@ -255,7 +255,7 @@ t.test('the demo document', async t => {
     t.match(parameters['header X-Audit-Consent'].schema, { maxLength: 8192 }, 'audit headers with their 8 KB limit')
     t.ok(parameters['header X-Request-Id'] && parameters['header Date'] && parameters['header X-Authenticated_User'])
     const item = Object.fromEntries(document.paths['/books/{id}'].get.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))
-    t.same(Object.keys(item).filter(key => key.startsWith('query')).sort(), ['query expand', 'query fields', 'query include'])
+    t.same(Object.keys(item).filter(key => key.startsWith('query')).sort(), ['query $expand', 'query $select', 'query expand', 'query fields', 'query include'], 'and the OData names of fields and expand')
     t.ok(item['header If-None-Match'] && item['path id'].required)
     const put = Object.fromEntries(document.paths['/books/{id}'].put.parameters.map((parameter: Json) => [`${parameter.in} ${parameter.name}`, parameter]))
     t.equal(put['header If-Match'].required, false, 'If-Match optional unless REQUIRE_IF_MATCH')

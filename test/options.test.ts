@@ -25,7 +25,14 @@ const bad: ReadonlyArray<readonly [string, Record<string, unknown>, RegExp]> = [
   ['cursorTtlSeconds (zero)', { cursorTtlSeconds: 0 }, /cursorTtlSeconds must be a positive number, received 0/],
   ['cursorTtlSeconds (a string)', { cursorTtlSeconds: '60' }, /cursorTtlSeconds must be a positive number, received "60"/],
   ['cursorTtlSeconds (infinite)', { cursorTtlSeconds: Infinity }, /cursorTtlSeconds must be a positive number, received null/],
-  ['problemTypeBase', { problemTypeBase: 7 }, /problemTypeBase must be a string, received 7/]
+  ['problemTypeBase', { problemTypeBase: 7 }, /problemTypeBase must be a string, received 7/],
+  ['compression (not an object)', { compression: true }, /compression must be false or an object \{ threshold\?, encodings\? \}, received true/],
+  ['compression.threshold (zero)', { compression: { threshold: 0 } }, /compression.threshold must be a positive integer, received 0/],
+  ['compression.threshold (a string)', { compression: { threshold: '1kb' } }, /compression.threshold must be a positive integer, received "1kb"/],
+  ['compression.encodings (empty)', { compression: { encodings: [] } }, /compression.encodings must be a non-empty array of distinct codings among 'br', 'gzip', received \[\]/],
+  ['compression.encodings (deflate)', { compression: { encodings: ['gzip', 'deflate'] } }, /compression.encodings must be .*, received \["gzip","deflate"\]/],
+  ['compression.encodings (twice)', { compression: { encodings: ['br', 'br'] } }, /compression.encodings must be .*distinct.*, received \["br","br"\]/],
+  ['compression.encodings (a string)', { compression: { encodings: 'br' } }, /compression.encodings must be .*, received "br"/]
 ]
 
 for (const [name, options, message] of bad) {
@@ -57,7 +64,7 @@ t.test('an empty resources list rejects registration saying the list is empty', 
 const unknownKeys: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
   [{ errorformat: 'flat' }, 'errorformat is not a known key; did you mean "errorFormat"?'],
   [{ cursorSecrets: ['a-long-enough-secret-1'] }, 'cursorSecrets is not a known key; did you mean "cursorSecret"?'],
-  [{ colour: 'blue' }, 'colour is not a known key; known: resources, errorFormat, singleResource, links, totalAtRoot, lastLink, paging, cursorSecret, cursorTtlSeconds, problemTypeBase, requireIfMatch, auth, cors, rateLimit, cacheControl, headerProfile, featurePolicyHeader, deprecation, resourcePolicies, maxQueryLength, bodyLimit, handlerTimeout, idempotency, batch, openapi, docsPage, metrics, serverTiming, prefix, logLevel, logSerializers'],
+  [{ colour: 'blue' }, 'colour is not a known key; known: resources, errorFormat, singleResource, links, totalAtRoot, lastLink, paging, cursorSecret, cursorTtlSeconds, problemTypeBase, requireIfMatch, auth, cors, rateLimit, cacheControl, headerProfile, featurePolicyHeader, deprecation, resourcePolicies, maxQueryLength, bodyLimit, handlerTimeout, idempotency, batch, openapi, docsPage, metrics, serverTiming, compression, prefix, logLevel, logSerializers'],
   [{ cors: { orgins: ['https://app.example.com'] } }, 'cors.orgins is not a known key; did you mean "origins"?'],
   [{ cors: { origins: [], maxage: 60 } }, 'cors.maxage is not a known key; did you mean "maxAge"?'],
   [{ auth: { bearer: () => null, relm: 'api' } }, 'auth.relm is not a known key; did you mean "realm"?'],
@@ -65,6 +72,8 @@ const unknownKeys: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
   [{ rateLimit: { max: 10, timeWindow: 1000, window: 5 } }, 'rateLimit.window is not a known key; known: max, timeWindow, redis, nameSpace, retryAfter, fields'],
   [{ rateLimit: { max: 10, timeWindow: 1000, namespace: 'x' } }, 'rateLimit.namespace is not a known key; did you mean "nameSpace"?'],
   [{ openapi: { titel: 'Books' } }, 'openapi.titel is not a known key; did you mean "title"?'],
+  [{ compression: { treshold: 2048 } }, 'compression.treshold is not a known key; did you mean "threshold"?'],
+  [{ compression: { level: 4 } }, 'compression.level is not a known key; known: threshold, encodings'],
   [{ deprecation: { date: '2030-01-01', sunet: '2031-01-01' } }, 'deprecation.sunet is not a known key; did you mean "sunset"?'],
   [{ resourcePolicies: { books: { cachecontrol: 'private' } } }, 'resourcePolicies.books.cachecontrol is not a known key; did you mean "cacheControl"?'],
   [{ resourcePolicies: { books: { deprecation: { date: '2030-01-01', links: 'https://example.com' } } } }, 'resourcePolicies.books.deprecation.links is not a known key; did you mean "link"?']
@@ -106,7 +115,8 @@ t.test('resolved options carry the defaults and are frozen', async t => {
     cursorSecretGenerated: true,
     cursorTtlSeconds: 86400,
     problemTypeBase: undefined,
-    requireIfMatch: false
+    requireIfMatch: false,
+    compression: { threshold: 1024, encodings: ['br', 'gzip'] }
   })
   t.equal(options.cursorSecrets.length, 1)
   t.ok(Object.isFrozen(options))

@@ -1,11 +1,13 @@
 // What `npm install fastify-api-conventions` gets: the tarball holds the compiled package
-// (dist/lib: .js and .d.ts), package.json, README.md, LICENSE and CHANGELOG.md, and nothing else:
-// no demo, tests, benchmarks, and no source map pointing at TypeScript sources that are not shipped.
+// (dist/lib: .js and .d.ts), package.json, README.md, LICENSE, CHANGELOG.md and the documents the
+// README links to (docs/*.md, CONTRIBUTING.md, SECURITY.md, benchmarks/README.md with its figure),
+// and nothing else: no demo, tests, benchmark programs, and no source map pointing at TypeScript
+// sources that are not shipped.
 // The package is built into a temporary directory (helpers/pack.ts) and packed there.
 import t from 'tap'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, join, posix, relative, resolve } from 'node:path'
 import { buildPackage, documents, npmEnv, root, run } from './helpers/pack.js'
 
 // Compiling the package and running npm take seconds each on a busy machine.
@@ -22,10 +24,16 @@ const dir = mkdtempSync(join(tmpdir(), 'api-conventions-pack-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 t.before(() => buildPackage(dir))
 
+let packedPaths: Promise<string[]> | undefined
+/** The paths of the tarball npm would publish, sorted. */
+function tarballPaths (): Promise<string[]> {
+  packedPaths ??= run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: dir, env: npmEnv })
+    .then(({ stdout }) => (JSON.parse(stdout) as Packed[])[0].files.map(file => file.path).sort())
+  return packedPaths
+}
+
 t.test('the tarball holds the compiled package and its documents, nothing else', async t => {
-  const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: dir, env: npmEnv })
-  const [packed] = JSON.parse(stdout) as Packed[]
-  const paths = packed.files.map(file => file.path).sort()
+  const paths = await tarballPaths()
 
   const unexpected = paths.filter(path => !documents.includes(path) && path !== 'package.json' && !/^dist\/lib\/.+(?<!\.d)\.js$|^dist\/lib\/.+\.d\.ts$/.test(path))
   t.same(unexpected, [], 'every path is dist/lib/**/*.js or *.d.ts, package.json or a document')
@@ -59,7 +67,7 @@ interface Manifest {
 // What only one feature needs is an optional peer, imported when the feature is used
 // (optional-packages.test.ts); the application's own fastify and TypeBox are the plugin's.
 const peers = ['fastify', '@sinclair/typebox']
-const optionalPeers = ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client']
+const optionalPeers = ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api']
 
 t.test('fastify and TypeBox are peer dependencies; the SQL driver, PGlite and Scalar optional ones', async t => {
   const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest
@@ -99,4 +107,51 @@ t.test('the entry\'s declarations import only Node, the peers and the plugin\'s 
   t.same([...imported].filter(([name]) => !allowed(name)), [], 'no optional package, and nothing a user may not have installed')
   // The Fastify augmentation (request.principal, request.audit) is reached from the entry.
   t.match(readFileSync(join(dir, 'dist/lib/index.d.ts'), 'utf8'), /from '\.\/security\/index\.js'/)
+})
+
+/** The heading anchors of a Markdown text, as GitHub and npm's renderer make them. */
+function anchorsOf (markdown: string): Set<string> {
+  return new Set(withoutCodeBlocks(markdown).split('\n').flatMap(line => {
+    const heading = /^#{1,6} (.+)$/.exec(line)?.[1]
+    if (heading === undefined) return []
+    const text = heading.replaceAll(/\[([^\]]*)\]\([^)]*\)/g, '$1').replaceAll('`', '')
+    return [text.trim().toLowerCase().replaceAll(/[^\p{L}\p{N}\- _]/gu, '').replaceAll(' ', '-')]
+  }))
+}
+
+/** A Markdown text without its code blocks, where `#` is no heading and `](` no link. */
+function withoutCodeBlocks (markdown: string): string {
+  return markdown.replaceAll(/^(```|~~~).*?^\1/gms, '')
+}
+
+/** A Markdown text without its code blocks and code spans. */
+function proseOf (markdown: string): string {
+  return withoutCodeBlocks(markdown).replaceAll(/`[^`\n]*`/g, '')
+}
+
+t.test('every relative link of the shipped Markdown names a file (and a heading) in the tarball', async t => {
+  const paths = await tarballPaths()
+  const pages = paths.filter(path => path.endsWith('.md'))
+  t.ok(pages.includes('README.md') && pages.includes('docs/rules.md') && pages.includes('SECURITY.md'), `${pages.length} pages`)
+  const dead: string[] = []
+  let checked = 0
+  for (const page of pages) {
+    for (const [, target] of proseOf(readFileSync(join(dir, page), 'utf8')).matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z][a-z\d+.-]*:/i.test(target)) continue
+      checked++
+      const [path, fragment] = target.split('#')
+      const file = path === '' ? page : posix.normalize(posix.join(posix.dirname(page), path))
+      const exists = paths.includes(file) || (file.endsWith('/') && paths.some(shipped => shipped.startsWith(file)))
+      if (!exists) dead.push(`${page}: ${target}`)
+      else if (fragment !== undefined && file.endsWith('.md') && !anchorsOf(readFileSync(join(dir, file), 'utf8')).has(fragment)) dead.push(`${page}: ${target} (no such heading)`)
+    }
+  }
+  t.ok(checked > 50, `${checked} links checked`)
+  t.same(dead, [], 'no link leads out of the tarball or to a missing heading')
+})
+
+t.test('package.json names no repository, homepage or bugs address: the package has no public one yet', async t => {
+  // Set them (and npm's page rewrites the README's relative links to the repository) once one exists.
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Record<string, unknown>
+  t.same(['repository', 'homepage', 'bugs'].filter(key => key in manifest), [])
 })

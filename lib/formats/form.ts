@@ -25,9 +25,29 @@ function addField (fields: Record<string, unknown>, name: string, value: string)
  * parseUrlEncoded('title=Solaris&year=1961') // { title: 'Solaris', year: '1961' }
  */
 export function parseUrlEncoded (text: string): Record<string, unknown> {
+  refuseJsonText(text)
   const fields: Record<string, unknown> = {}
   for (const [name, value] of new URLSearchParams(text)) addField(fields, name, value)
   return fields
+}
+
+/**
+ * A JSON object or array sent as a form: what `curl -d '{"name":"X"}'` sends without
+ * `-H 'Content-Type: application/json'`. Read as a form it is one field named by the whole text,
+ * which a client would hear of as an unknown field; it is told what happened instead (400: the
+ * format is one the operation takes, the body is not in it). A form never starts so: its encoding
+ * percent-encodes `{` and `[`.
+ */
+function refuseJsonText (text: string) {
+  const first = text.trimStart()[0]
+  if (first !== '{' && first !== '[') return
+  try {
+    JSON.parse(text)
+  } catch {
+    return
+  }
+  throw withInvalidParams(new BodyMalformedError('it is JSON, sent as a form (Content-Type: application/x-www-form-urlencoded, what curl -d sends unless told otherwise); send it with Content-Type: application/json'),
+    [{ name: 'body', reason: 'is JSON text, not form fields; send Content-Type: application/json' }])
 }
 
 /**

@@ -43,11 +43,36 @@ export function variantTag (text: string): string {
   return text === '' ? '' : createHash('sha256').update(text).digest('base64url').slice(0, variantLength)
 }
 
-/** Whether `opaque` is a tag formatETag gives some representation of `version`: `7`, or `7.` and a variant tag. */
+/**
+ * The tag of a representation sent compressed (http/compression.ts): another representation, so
+ * another strong tag (RFC 9110 §8.8.3.3), which names the coding: `"7"` → `"7+br"`, `"7.x1f…"` → `"7.x1f…+gzip"`.
+ */
+export const codedETag = (etag: string, coding: string): string => `${etag.slice(0, -1)}+${coding}"`
+
+// The codings compression offers: `+` is not in a variant tag's alphabet.
+const codingSuffix = /\+(?:br|gzip)$/
+
+/** Whether `opaque` is a tag formatETag gives some representation of `version` (`7`, or `7.` and a variant tag), or codedETag its compressed form. */
 function isTagOf (opaque: string, version: number): boolean {
+  const uncoded = opaque.replace(codingSuffix, '')
   const bare = String(version)
-  if (opaque === bare) return true
-  return opaque.startsWith(`${bare}.`) && variantPattern.test(opaque.slice(bare.length + 1))
+  if (uncoded === bare) return true
+  return uncoded.startsWith(`${bare}.`) && variantPattern.test(uncoded.slice(bare.length + 1))
+}
+
+/**
+ * The tag a GET answers with, `etag` unless the client holds the representation compressed: when
+ * If-None-Match names `etag` coded in one of `codings()` (those the request accepts), that
+ * representation is the one selected, and a 304 names it. A client naming the uncompressed tag
+ * is answered with that one, as without compression.
+ */
+export function heldETag (etag: string, ifNoneMatch: TagList | undefined, codings: () => readonly string[]): string {
+  if (ifNoneMatch === undefined || ifNoneMatch === '*') return etag
+  for (const coding of codings()) {
+    const coded = codedETag(etag, coding)
+    if (ifNoneMatch.some(tag => `"${tag.opaque}"` === coded)) return coded
+  }
+  return etag
 }
 
 /** The selected representation's validators; a collection has none (README "Conditional requests"). */

@@ -74,6 +74,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     allow: ['GET', 'HEAD'],
     operation: 'document',
     responseTypes: json,
+    config: { constantBody: true },
     schema: openApiRouteSchema(schemaOptions),
     handler: function serveOpenApi (_request: FastifyRequest, reply: FastifyReply) {
       return reply.type('application/json; charset=utf-8').send(document)
@@ -130,7 +131,7 @@ async function docsPage (app: FastifyInstance, { scalar, url, title }: { scalar:
       allow,
       operation: 'docs',
       responseTypes: produces,
-      config: { contentSecurityPolicy: docsContentSecurityPolicy, documentHeaders: true },
+      config: { contentSecurityPolicy: docsContentSecurityPolicy, documentHeaders: true, constantBody: true },
       schema: { ...route.schema },
       handler: route.handler
     })

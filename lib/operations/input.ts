@@ -19,6 +19,11 @@ export interface OperationInput {
   readonly preconditions: Preconditions
   /** The representation's format: an XML body is another variant of the record, with its own ETag (RFC 9110 §8.8.3). */
   readonly format: Format
+  /**
+   * The content codings the answer may be compressed in (Accept-Encoding among those offered):
+   * a conditional RETRIEVE answers with the tag of the coded representation the client holds.
+   */
+  readonly codings: readonly string[]
   /** Prefer `return` (RFC 7240) on a write; undefined when not asked. */
   readonly returnPreference: ReturnPreference | undefined
   /** A transaction the operation joins (an Idempotency-Key's, a batch's); null: its own, if it needs one. */
@@ -44,5 +49,5 @@ export type Perform = (input: OperationInput) => Promise<Outcome>
 
 /** An input with every member at its neutral value: a caller fills in what its operation reads. */
 export function operationInput (given: Partial<OperationInput> & Pick<OperationInput, 'principal'>): OperationInput {
-  return { id: '', query: {}, body: null, preconditions: {}, format: 'json', returnPreference: undefined, joined: null, memo: {}, ...given }
+  return { id: '', query: {}, body: null, preconditions: {}, format: 'json', codings: [], returnPreference: undefined, joined: null, memo: {}, ...given }
 }

@@ -8,7 +8,7 @@ import { listRequestFor, parseItemQuery } from '../query/list-query.js'
 import type { ListRequest } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import { queryCapabilities } from '../query/capabilities.js'
-import { evaluatePreconditions, formatETag, hasPreconditions, unversioned, variantTag } from '../http/conditional.js'
+import { evaluatePreconditions, formatETag, hasPreconditions, heldETag, unversioned, variantTag } from '../http/conditional.js'
 import type { Preconditions } from '../http/conditional.js'
 import { NotFoundError } from '../errors.js'
 import type { Store } from '../stores/store.js'
@@ -49,7 +49,7 @@ export function readOperations (model: ResourceModel, context: OperationContext)
       variant += JSON.stringify(related)
       modifiedAt = null
     }
-    const etag = formatETag(record.version, variantTag(input.format === 'xml' ? `${variant}\u0000xml` : variant))
+    const etag = heldETag(formatETag(record.version, variantTag(input.format === 'xml' ? `${variant}\u0000xml` : variant)), preconditions.ifNoneMatch, () => input.codings)
     const headers = validatorHeaders(etag, modifiedAt)
     if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt }, true) === 'not-modified') {
       return { status: 304, headers, body: null }

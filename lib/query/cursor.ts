@@ -111,6 +111,22 @@ export function randomCursorSecret (): string {
   return randomBytes(32).toString('base64url')
 }
 
+const RANDOM_SECRET_WARNING = 'api-conventions: no cursorSecret configured; paging tokens use a random key and will not survive a restart or work across instances'
+let processWarned = false
+
+/**
+ * Says that paging tokens use a random key: in the host's log, and, where that log does not show
+ * warnings (no logger, or a level above warn), as a process warning, which Node prints on stderr
+ * and a host can catch (`process.on('warning')`). The process warning comes once per process, as
+ * Node's own do; the log line comes with each registration.
+ */
+export function warnOfRandomSecret (log: { warn (message: string): void, isLevelEnabled?: (level: string) => boolean }): void {
+  log.warn(RANDOM_SECRET_WARNING)
+  if (processWarned || log.isLevelEnabled?.('warn') === true) return
+  processWarned = true
+  process.emitWarning(RANDOM_SECRET_WARNING, { type: 'ApiConventionsWarning', code: 'API_WARN_NO_CURSOR_SECRET' })
+}
+
 export function createCursorCodec (options: CursorCodecOptions): CursorCodec {
   const { secrets, ttlSeconds = 86400, now = Date.now } = options
   if (!Array.isArray(secrets) || secrets.length === 0) {

@@ -6,8 +6,8 @@ import { checkFilter, FilterTypeError } from './filter/check.js'
 import { isDate, isDateTime } from '../values/iso-date.js'
 import { CursorError } from './cursor.js'
 import type { CursorCodec } from './cursor.js'
-import { itemParameterNames, largestCount, listParameterNames, queryParameters, singleValue } from './parameters.js'
-import type { ParameterName } from './parameters.js'
+import { itemParameterNames, largestCount, listParameterNames, odataParameters, queryParameters, singleValue } from './parameters.js'
+import type { ParameterName, QueryParameter } from './parameters.js'
 import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
 import type { ListQuery, SortKey } from './store-query.js'
 import { unstorableText } from '../values/storable.js'
@@ -80,19 +80,16 @@ export function listRequestFor (model: ResourceModel, raw: RawQuery, context: Li
 /** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
 export function parseListQuery (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
   const problems: InvalidParam[] = []
-  // Each reserved parameter is read once, so a repeated one is reported once.
-  const given: Partial<Record<ParameterName, string>> = {}
-  for (const name of listParameterNames as ReadonlySet<ParameterName>) given[name] = singleValue(name, raw[name], problems)
-
-  const read = <N extends ParameterName>(name: N) => queryParameters[name].parse(model, given[name], problems) as ReturnType<typeof queryParameters[N]['parse']>
+  const { given, read, sentAs } = readParameters(model, raw, conventionNames, problems)
   const pageSize = read('pageSize') ?? model.defaultPageSize
   const total = read('total')
-  const sort = withTieBreaker(model, read('sort'))
+  const sortKeys = read('sort')
+  const sort = withTieBreaker(model, sortKeys)
   const expand = read('expand')
   const include = read('include')
   const fields = withRelationKeys(read('fields') ?? readableFields(model), [...expand, ...include])
   const simple = simpleFilters(model, raw, problems)
-  const filter = buildFilter(model, comparable(read('filter'), 'filter', problems), simple, problems)
+  const filter = buildFilter(model, comparable(read('filter'), sentAs('filter'), problems), sentAs('filter'), simple, problems)
 
   // `page` is the spec's alias of `pageOffset` (its link examples use it); naming both is ambiguous.
   const pageName = given.pageOffset !== undefined ? 'pageOffset' : 'page'
@@ -100,19 +97,22 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   const pageText = given[pageName]
   const pageOffset = read(pageName)
   const offsetValue = read('offset')
-  if (given.offset !== undefined && pageText !== undefined) problems.push({ name: pageName, reason: `offset and ${pageName} cannot be combined` })
+  if (given.offset !== undefined && pageText !== undefined) problems.push({ name: pageName, reason: `${sentAs('offset')} and ${pageName} cannot be combined` })
   const token = read('token')
-  if (token !== undefined && (given.offset !== undefined || pageText !== undefined)) problems.push({ name: 'token', reason: 'a token cannot be combined with offset or pageOffset' })
+  if (token !== undefined && (given.offset !== undefined || pageText !== undefined)) problems.push({ name: 'token', reason: `a token cannot be combined with ${sentAs('offset')} or pageOffset` })
 
-  // Lists as sent, comma-separated or repeated: the links are followed by the client that chose the form.
+  // Lists as sent, comma-separated or repeated: the links are followed by the client that chose the
+  // form. They use the conventions' names, OData's `$orderby` written as sort's text, as the
+  // envelope's own paging parameters (pageSize, offset, token) do: either name leads on alike.
   const stableQuery = encodeStable([
     ['filter', given.filter], ...simple,
-    ['sort', raw.sort], ['fields', raw.fields], ['expand', raw.expand], ['include', raw.include],
+    ['sort', sentAs('sort') === 'sort' ? raw.sort : sortText(sortKeys)], ['fields', raw[sentAs('fields')]],
+    ['expand', raw[sentAs('expand')]], ['include', raw.include],
     ['total', total ? 'true' : undefined]
   ])
   // Paging stability 2–3: a token only opens with the filter, sort and fields it was issued for.
   // JSON keeps the parts apart whatever characters they hold; pageSize may change between pages.
-  const binding = JSON.stringify([base, given.filter ?? null, simple, sort.map(k => (k.direction === 'desc' ? '-' : '') + k.field), fields === null ? null : [...fields].sort()])
+  const binding = JSON.stringify([base, given.filter ?? null, simple, sort.map(sortKey), fields === null ? null : [...fields].sort()])
 
   let window: ListQuery['window'] = { kind: 'offset', offset: 0 }
   let pagingMode: ListRequest['pagingMode'] = context.defaultPaging
@@ -156,6 +156,37 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
     binding
   }
 }
+
+const conventionNames = Object.keys(queryParameters) as ParameterName[]
+const itemNames = conventionNames.filter(name => queryParameters[name].item)
+
+/**
+ * Reads each of `names` once, under the name it was sent as: its own, or its OData name
+ * (parameters.ts), whose parser then names it in each problem; `sentAs` tells which. Both names
+ * of one option are a problem naming each, and the option is read as absent.
+ */
+function readParameters (model: ResourceModel, raw: RawQuery, names: readonly ParameterName[], problems: InvalidParam[]) {
+  const given: Partial<Record<ParameterName, string>> = {}
+  const parameters: Partial<Record<ParameterName, QueryParameter<unknown>>> = {}
+  for (const name of names) {
+    const odata = odataParameters.get(name)
+    const parameter = odata !== undefined && raw[odata.name] !== undefined ? odata : queryParameters[name]
+    parameters[name] = parameter
+    if (parameter !== odata || raw[name] === undefined) {
+      given[name] = singleValue(parameter.name, raw[parameter.name], problems)
+    } else {
+      for (const sent of [name, odata.name]) problems.push({ name: sent, reason: `${name} and ${odata.name} are one option: send one of them` })
+    }
+  }
+  const sentAs = (name: ParameterName): string => (parameters[name] as QueryParameter<unknown>).name
+  const read = <N extends ParameterName>(name: N) =>
+    (parameters[name] as QueryParameter<unknown>).parse(model, given[name], problems) as ReturnType<typeof queryParameters[N]['parse']>
+  return { given, read, sentAs }
+}
+
+const sortKey = (key: SortKey) => (key.direction === 'desc' ? '-' : '') + key.field
+/** Keys as `sort` spells them. */
+const sortText = (keys: readonly SortKey[]) => keys.map(sortKey).join(',')
 
 /**
  * Paging stability 1: the id ends every order, making it total. Unless sorted on, it takes the
@@ -213,7 +244,8 @@ function resolveField (model: ResourceModel, name: string): FieldModel | undefin
   return model.relations.get(name.slice(0, dot))?.target.fields.get(name.slice(dot + 1))
 }
 
-function buildFilter (model: ResourceModel, text: string | undefined, simple: Array<[string, string[]]>, problems: InvalidParam[]): FilterNode | null {
+/** `filterName`: the parameter the text was sent as, `filter` or `$filter`. */
+function buildFilter (model: ResourceModel, text: string | undefined, filterName: string, simple: Array<[string, string[]]>, problems: InvalidParam[]): FilterNode | null {
   if (text === undefined && simple.length === 0) return null
   // The cache is shared by every client: JSON keeps a missing filter apart from `filter=`, and the
   // parts apart whatever characters (U+0000 included) a value holds, so no query reads another's tree.
@@ -229,7 +261,7 @@ function buildFilter (model: ResourceModel, text: string | undefined, simple: Ar
       node = checkFilter(parseFilter(text), model)
     } catch (error) {
       if (!(error instanceof FilterSyntaxError || error instanceof FilterTypeError)) throw error
-      problems.push({ name: 'filter', reason: error.message })
+      problems.push({ name: filterName, reason: error.message })
     }
   }
   for (const [name, values] of simple) {
@@ -295,16 +327,17 @@ export interface ItemRequest {
   readonly variant: string
 }
 
-/** RETRIEVE's query: `fields`, `expand`, `include` (each a list); anything else is 400 so typos never pass silently. */
+/** RETRIEVE's query: `fields`, `expand`, `include` (each a list; OData's `$select`, `$expand`); anything else is 400 so typos never pass silently. */
 export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemRequest {
   const problems: InvalidParam[] = []
   for (const name of Object.keys(raw)) {
     if (!itemParameterNames.has(name)) problems.push({ name, reason: 'unknown query parameter' })
   }
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
-  const expand = queryParameters.expand.parse(model, singleValue('expand', raw.expand, problems), problems)
-  const include = queryParameters.include.parse(model, singleValue('include', raw.include, problems), problems)
-  const fields = withRelationKeys(queryParameters.fields.parse(model, singleValue('fields', raw.fields, problems), problems) ?? readableFields(model), [...expand, ...include])
+  const { read } = readParameters(model, raw, itemNames, problems)
+  const expand = read('expand')
+  const include = read('include')
+  const fields = withRelationKeys(read('fields') ?? readableFields(model), [...expand, ...include])
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
   return { fields, expand, include, variant: representationVariant(fields, expand, include) }
 }

@@ -175,7 +175,7 @@ const filterGrammar = [
   "a relation; books/year gt 1970 on authors holds when any book does. Lambdas on 'many' relations: books/any(b: b/year gt 1970),",
   'books/all(b: b/rating ge 4), books/any(). Conditions: contains, startswith, endswith. Values: tolower, toupper, trim, concat,',
   'substring(s, start[, length]), length, indexof (code points, from 0), year, month, day (UTC), now(). Literals: \'text\' (quote doubled),',
-  '12, +42, -1.5, 2.5e1, true, false, null, 2024-05-01, 2024-05-01T10:00:00Z; a date beside a date-time is the instant its day begins',
+  '12, +42, -1.5, 2.5e1, true, false, null, 2024-05-01, 2024-05-01T10:00:00Z, a bare GUID as the text it spells; a date beside a date-time is the instant its day begins',
   'in UTC. Keywords, operators and function names in any case. Not supported (400): arithmetic, has, $it, @aliases, typed literals.',
   "Example: year ge 1960 and author.country eq 'NZ'."
 ].join(' ')
@@ -186,11 +186,8 @@ function named<T extends Record<string, Entry<unknown>>> (entries: T): { readonl
   return Object.fromEntries(Object.entries(entries).map(([name, entry]) => [name, entry(name)])) as { readonly [K in keyof T]: ReturnType<T[K]> }
 }
 
-/**
- * Every parameter a collection reserves, in the order a repeated one is reported; those marked
- * `item` are RETRIEVE's too. Any other name on a collection is a simple filter.
- */
-export const queryParameters = named({
+/** The conventions' parameters; each entry is named by its key (named()). */
+const conventions = {
   fields,
   filter: text(filterGrammar),
   sort,
@@ -207,12 +204,108 @@ export const queryParameters = named({
   total,
   expand: relations(() => 'Related resources to embed in each item, comma-separated (a name given twice counts once).'),
   include: relations(model => `Related resources to list in links, comma-separated (a name given twice counts once): one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`)
-})
+}
+
+/**
+ * Every parameter a collection reserves, in the order a repeated one is reported; those marked
+ * `item` are RETRIEVE's too. Any other name on a collection is a simple filter.
+ */
+export const queryParameters = named(conventions)
 
 export type ParameterName = keyof typeof queryParameters
 
-const entries = Object.values(queryParameters) as ReadonlyArray<QueryParameter<unknown>>
-export const listParameterNames: ReadonlySet<string> = new Set(entries.map(parameter => parameter.name))
+/** One `$orderby` item as sort's key (`year desc` → `-year`), or what is wrong with it and where. */
+function sortKeyOf (item: string, start: number): { key: string } | { problem: string } {
+  const [field, direction, extra] = [...item.matchAll(/\S+/g)].map(word => ({ text: word[0], at: start + (word.index as number) }))
+  if (field === undefined) return { problem: `expected a field at position ${start}` }
+  // OData would read a sign as arithmetic, which it is not here; sort would read it as a direction.
+  if (/^[-+]/.test(field.text)) return { problem: `unexpected '${field.text[0]}' at position ${field.at}` }
+  if (direction !== undefined && !/^(asc|desc)$/i.test(direction.text)) {
+    return { problem: `expected 'asc' or 'desc' after '${field.text}', found '${direction.text}' at position ${direction.at}` }
+  }
+  if (extra !== undefined) return { problem: `unexpected '${extra.text}' at position ${extra.at}` }
+  return { key: direction?.text.toLowerCase() === 'desc' ? `-${field.text}` : field.text }
+}
+
+/**
+ * `$orderby=year desc,title` (OData 4.01 URL conventions, "System Query Option $orderby"): items
+ * separated by commas, each a field and optionally `asc` or `desc` (in any case), read as sort's
+ * text (`-year,title`) by sort's parser under this name, so the checks and their messages are
+ * sort's. A syntax problem names its position, as filter's do.
+ */
+const orderby: Entry<SortKey[]> = name => {
+  const asSort = sort(name)
+  return {
+    name,
+    item: false,
+    list: true,
+    schema: model => ({
+      type: 'string',
+      description: `Sort keys in OData's syntax, the first primary: a field, then asc (the default) or desc, comma-separated (year desc,title); each field at most once. The ${model.idField} always ends the order.`
+    }),
+    parse (model, value, problems) {
+      if (value === undefined) return []
+      const keys: string[] = []
+      let start = 0
+      for (const item of value.split(',')) {
+        const read = sortKeyOf(item, start)
+        if ('problem' in read) {
+          problems.push({ name, reason: read.problem })
+          return []
+        }
+        keys.push(read.key)
+        start += item.length + 1
+      }
+      return asSort.parse(model, keys.join(','), problems)
+    }
+  }
+}
+
+/**
+ * The OData system query options (OData 4.01 URL conventions, "System Query Options") as OData
+ * client libraries write them, in the order of the table above: each stands for the parameter it
+ * names, with its meaning and its errors, reported under the name sent; `$orderby` has OData's own
+ * syntax. Both names of one option together are a 400 (list-query.ts). `$search` and `$apply` take
+ * one line each here once `search` and `apply` exist; until then they are unknown names, as
+ * `search` and `apply` are.
+ */
+const odataNames = {
+  $select: 'fields',
+  $filter: 'filter',
+  $orderby: 'sort',
+  $skip: 'offset',
+  $top: 'pageSize',
+  $count: 'total',
+  $expand: 'expand'
+} as const satisfies Record<`$${string}`, ParameterName>
+
+/** Where OData's syntax is not the conventions': its own parser and schema. */
+const odataSyntax: Partial<Record<keyof typeof odataNames, Entry<unknown>>> = { $orderby: orderby }
+
+function odataParameter (name: keyof typeof odataNames): QueryParameter<unknown> {
+  const means = odataNames[name]
+  const parameter = (odataSyntax[name] ?? conventions[means])(name)
+  return {
+    ...parameter,
+    schema (model) {
+      const schema = parameter.schema(model)
+      if (schema === undefined) return undefined
+      // No default: a client that sends every default would send both names, a 400.
+      const { default: _, description, ...rest } = schema
+      return { ...rest, description: `OData's name of ${means}, not to be sent with it. ${String(description)}` }
+    }
+  }
+}
+
+/** The OData name of each parameter that has one, by the parameter's own name. */
+export const odataParameters: ReadonlyMap<ParameterName, QueryParameter<unknown>> =
+  new Map((Object.keys(odataNames) as Array<keyof typeof odataNames>).map(name => [odataNames[name], odataParameter(name)]))
+
+const entries = [...Object.values(queryParameters), ...odataParameters.values()] as ReadonlyArray<QueryParameter<unknown>>
+const byName: ReadonlyMap<string, QueryParameter<unknown>> = new Map(entries.map(parameter => [parameter.name, parameter]))
+/** The names a collection reserves, the OData ones included. */
+export const listParameterNames: ReadonlySet<string> = new Set(byName.keys())
+/** The names RETRIEVE takes, the OData ones included. */
 export const itemParameterNames: ReadonlySet<string> = new Set(entries.filter(parameter => parameter.item).map(parameter => parameter.name))
 
 /**
@@ -221,7 +314,7 @@ export const itemParameterNames: ReadonlySet<string> = new Set(entries.filter(pa
  */
 export function singleValue (name: string, value: string | string[] | undefined, problems: InvalidParam[]): string | undefined {
   if (!Array.isArray(value)) return value
-  if ((queryParameters as Record<string, QueryParameter<unknown>>)[name].list) return value.join(',')
+  if ((byName.get(name) as QueryParameter<unknown>).list) return value.join(',')
   problems.push({ name, reason: 'must be given at most once' })
   return undefined
 }

@@ -7,6 +7,8 @@ import type { OperationInput, Outcome, Perform } from '../operations/input.js'
 import { readPreconditions } from '../http/conditional.js'
 import type { Preconditions } from '../http/conditional.js'
 import { requestFormat } from '../http/negotiation.js'
+import { acceptedCodings } from '../http/compression.js'
+import type { Coding } from '../http/compression.js'
 import type { Format } from '../http/negotiation.js'
 import { returnPreference } from '../http/prefer.js'
 import type { ReturnPreference } from '../http/prefer.js'
@@ -20,14 +22,20 @@ import type { RawQuery } from '../query/list-query.js'
  */
 class RequestInput implements OperationInput {
   readonly #request: FastifyRequest
+  readonly #offered: readonly Coding[]
   #preconditions: Preconditions | undefined
-  constructor (request: FastifyRequest) { this.#request = request }
+  constructor (request: FastifyRequest, offered: readonly Coding[]) {
+    this.#request = request
+    this.#offered = offered
+  }
+
   get principal (): unknown { return this.#request.principal }
   get id (): string { return (this.#request.params as { id?: string }).id ?? '' }
   get query (): RawQuery { return this.#request.query as RawQuery }
   get body (): Fields | null { return (this.#request.body ?? null) as Fields | null }
   get preconditions (): Preconditions { return (this.#preconditions ??= readPreconditions(this.#request.headers)) }
   get format (): Format { return requestFormat(this.#request) }
+  get codings (): readonly string[] { return acceptedCodings(this.#request, this.#offered) }
   get returnPreference (): ReturnPreference | undefined { return returnPreference(this.#request.headers.prefer) }
   get joined (): Store | null { return keyedTransaction(this.#request) }
   // The authorization step read the record the path names on this request (record-once.ts).
@@ -41,9 +49,9 @@ function reply (reply: FastifyReply, outcome: Outcome) {
   return outcome.body === null ? sendEmpty(reply) : outcome.body
 }
 
-/** The route handler performing `perform` for each request. */
-export function routeHandler (perform: Perform): RouteHandlerMethod {
+/** The route handler performing `perform` for each request; `offered`: the content codings the plugin compresses in. */
+export function routeHandler (perform: Perform, offered: readonly Coding[]): RouteHandlerMethod {
   return async function performOperation (request: FastifyRequest, fastifyReply: FastifyReply) {
-    return reply(fastifyReply, await perform(new RequestInput(request)))
+    return reply(fastifyReply, await perform(new RequestInput(request, offered)))
   }
 }

@@ -122,9 +122,10 @@ const served = (row: OperationRow, at: PathOf) =>
 /** The specs of every resource route, in registration order, and of the batch endpoint after them. */
 export function buildRouteTable (models: readonly ResourceModel[], context: OperationContext, core: Operations): RouteSpec[] {
   const table: RouteSpec[] = []
+  const offered = offeredCodings(context)
   for (const model of models) {
     // A route exists only for an operation the model serves (`served` below).
-    const handle = (operation: keyof Handlers) => routeHandler(core.of(model, operation) as Perform)
+    const handle = (operation: keyof Handlers) => routeHandler(core.of(model, operation) as Perform, offered)
     // POST and PATCH are not idempotent by themselves: a client's Idempotency-Key makes them so.
     const store = context.storeOf(model)
     const keyed = (handler: RouteHandlerMethod) => idempotent(handler, () => store, context.options.idempotency)
@@ -183,20 +184,24 @@ function batchSpec (models: readonly ResourceModel[], context: OperationContext,
   }
 }
 
+/** The content codings responses are compressed in (http/compression.ts). */
+const offeredCodings = (context: OperationContext) => context.options.compression?.encodings ?? []
+
 type Handlers = Readonly<Record<'list' | 'create' | 'retrieve' | 'replace' | 'modify' | 'delete', RouteHandlerMethod>>
 
 /** The schema and handler of one operation at one path. */
 function build (row: OperationRow, at: PathOf, allow: readonly string[], context: OperationContext, handlers: Handlers) {
   const model = at.resource
   const options = schemaOptionsFor(context, model)
+  const offered = offeredCodings(context)
   if (at.place === 'nested') {
     const parent = at.owner as ResourceModel
     const relation = at.relation as RelationModel
     return row.operation === 'list'
-      ? { schema: nestedListRouteSchema(parent, relation, options), handler: routeHandler(nestedList(parent, relation, context)) }
+      ? { schema: nestedListRouteSchema(parent, relation, options), handler: routeHandler(nestedList(parent, relation, context), offered) }
       : {
           schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options, relation.target),
-          handler: routeHandler(capabilities(allow, context, { collection: relation.target, owner: parent }))
+          handler: routeHandler(capabilities(allow, context, { collection: relation.target, owner: parent }), offered)
         }
   }
   switch (row.operation) {
@@ -207,8 +212,8 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     case 'modify': return { schema: modifyRouteSchema(model, options), handler: handlers.modify }
     case 'delete': return { schema: deleteRouteSchema(model, options), handler: handlers.delete }
     case 'capabilities': return at.place === 'collection'
-      ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options, model), handler: routeHandler(capabilities(allow, context, { collection: model })) }
-      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: routeHandler(capabilities(allow, context, { owner: model })) }
+      ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options, model), handler: routeHandler(capabilities(allow, context, { collection: model }), offered) }
+      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: routeHandler(capabilities(allow, context, { owner: model }), offered) }
   }
 }
 

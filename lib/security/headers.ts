@@ -172,10 +172,14 @@ const isEmpty = (object: object) => Object.keys(object).length === 0
  */
 class ReplyHeaders {}
 
-export function createHeaderHooks (options: Required<SecurityHeaderOptions>, apiDeprecation: DeprecationHeaders | undefined) {
+/**
+ * `compressed`: whether bodies may be compressed (http/compression.ts), so that every answer
+ * depends on Accept-Encoding too: the small and uncompressed ones, since the choice was made for them.
+ */
+export function createHeaderHooks (options: Required<SecurityHeaderOptions>, apiDeprecation: DeprecationHeaders | undefined, compressed = false) {
   const fixedHeaders = securityHeaders(options)
   // Every answer depends on Origin (CORS, or a 403), and on Accept (JSON or XML, or a 406): RFC 9110 §12.5.5.
-  const fixed = Object.freeze({ ...fixedHeaders, vary: 'Origin, Accept' })
+  const fixed = Object.freeze({ ...fixedHeaders, vary: compressed ? 'Origin, Accept, Accept-Encoding' : 'Origin, Accept' })
   // What a page's answer adds to, or changes in, the fixed headers; nothing when they are a document's already.
   const pageHeaders = Object.freeze(Object.fromEntries(Object.entries(securityHeaders({ ...options, headerProfile: 'document' }))
     .filter(([name, value]) => fixedHeaders[name] !== value)))

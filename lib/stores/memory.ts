@@ -12,7 +12,7 @@ import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
 import { storedFields } from '../values/storable.js'
 import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
-import { ConflictError } from '../errors.js'
+import { ConflictError, OptionsInvalidError } from '../errors.js'
 import { keepBounded } from '../bounded.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
@@ -78,6 +78,7 @@ const memoryStoreKeys = knownKeys({ now: true } satisfies Record<keyof MemorySto
  */
 export function memoryStore (options: MemoryStoreOptions = {}): Store {
   refuseUnknownKeys(options, memoryStoreKeys, 'memoryStore')
+  if (options.now !== undefined && typeof options.now !== 'function') throw new OptionsInvalidError(`memoryStore.now must be a function returning a Date, received ${String(options.now)}`)
   const now = options.now ?? (() => new Date())
   const tables = new Map<string, Table>()
   /** A view's filter predicates: through its relations, paths may reach other views. */

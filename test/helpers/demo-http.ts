@@ -74,14 +74,14 @@ export function places (label: string): ReadonlyArray<{ name: string, skip: stri
   ]
 }
 
-/** A running demo app: its client, and closing it (once). */
-export interface Instance { readonly api: Api, close (): Promise<void> }
+/** A running demo app: its address, its client, and closing it (once). */
+export interface Instance { readonly base: string, readonly api: Api, close (): Promise<void> }
 
 export async function open (place: Place): Promise<Instance> {
   const app = await buildDemoApp(loadConfig({ ...place.env, ...demoEnv }), { logger: false })
-  const api = client(await app.listen({ port: 0, host: '127.0.0.1' }))
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
   let closed: Promise<void> | undefined
-  return { api, close: () => (closed ??= app.close()) }
+  return { base, api: client(base), close: () => (closed ??= app.close()) }
 }
 
 interface TestLike { teardown (fn: () => unknown): void }

@@ -10,6 +10,9 @@ storeSuite(t, async () => memoryStore())
 t.test('an unknown option is refused at the factory call, naming the key meant', async t => {
   t.throws(() => memoryStore({ Now: () => new Date() } as never), { code: 'API_ERR_OPTIONS_INVALID', message: 'Invalid api-conventions options: memoryStore.Now is not a known key; did you mean "now"?' })
   t.throws(() => memoryStore({ clock: () => new Date() } as never), { code: 'API_ERR_OPTIONS_INVALID', message: /memoryStore\.clock is not a known key; known: now$/ })
+  // A clock that is not a function would fail at the first write, as a 500.
+  t.throws(() => memoryStore({ now: new Date(0) as never }), { code: 'API_ERR_OPTIONS_INVALID', message: /^Invalid api-conventions options: memoryStore\.now must be a function returning a Date, received / })
+  t.throws(() => memoryStore({ now: null as never }), { code: 'API_ERR_OPTIONS_INVALID', message: /memoryStore\.now must be a function returning a Date, received null$/ })
 })
 
 // Memory transactions run one at a time, so a claim meets another transaction's only from outside one.

@@ -64,7 +64,7 @@ t.test('statement names: one per text, for texts seen twice, at most 500; one-of
 
 t.test('the pooler option is checked, and a store behind one makes its pool without session settings', async t => {
   await t.rejects(postgresStore({ pooler: 'session' as never }),
-    { name: 'TypeError', message: 'postgresStore option pooler must be \'none\' or \'transaction\', received "session"' })
+    { code: 'API_ERR_OPTIONS_INVALID', message: 'Invalid api-conventions options: postgresStore.pooler must be \'none\' or \'transaction\', received "session"' })
   // Nothing listens there: the pool is made, and connecting fails as it would without the option.
   await t.rejects(postgresStore({ connectionString: 'postgres://x@127.0.0.1:1/y', pooler: 'transaction' }), { code: 'ECONNREFUSED' })
 })

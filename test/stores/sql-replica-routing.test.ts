@@ -106,14 +106,14 @@ t.test('host code outside any request reads what it wrote; the pools given are l
 t.test('postgresStore refuses conflicting or malformed replica options before connecting', async t => {
   const { primary, replica } = replication()
   await t.rejects(postgresStore({ pool: primary, readPool: replica, readConnectionString: 'postgres://x@127.0.0.1/y' }),
-    { name: 'TypeError', message: 'postgresStore: give either readPool or readConnectionString, not both' })
+    { code: 'API_ERR_OPTIONS_INVALID', message: 'Invalid api-conventions options: postgresStore: give either readPool or readConnectionString, not both' })
   for (const redis of [{}, null, { get () {} }]) {
     await t.rejects(postgresStore({ pool: primary, readPool: replica, redis: redis as never }),
-      { name: 'TypeError', message: 'postgresStore option redis must be an ioredis client' })
+      { code: 'API_ERR_OPTIONS_INVALID', message: 'Invalid api-conventions options: postgresStore.redis must be an ioredis client' })
   }
   for (const name of ['maxReplicaLagMillis', 'replicaCheckMillis'] as const) {
     await t.rejects(postgresStore({ pool: primary, readPool: replica, [name]: 0 }),
-      { name: 'TypeError', message: `postgresStore option ${name} must be a positive integer, received 0` })
+      { code: 'API_ERR_OPTIONS_INVALID', message: `Invalid api-conventions options: postgresStore.${name} must be a positive integer, received 0` })
   }
   t.same([primary.served, replica.served], [[], []], 'nothing was sent')
 })

@@ -78,23 +78,53 @@ t.test('table mapping: unknown fields and reused columns are refused with the op
   t.equal(toQuery(table.ref).text, '"app"."my_books"')
 })
 
+/** What a factory rejects with: the detail after the prefix, or a pattern of the message. */
+const invalid = (detail: string | RegExp) => ({ code: 'API_ERR_OPTIONS_INVALID', message: typeof detail === 'string' ? `Invalid api-conventions options: ${detail}` : detail })
+
 t.test('factory options are checked before anything connects', async t => {
-  for (const schema of ['', 'a\u0000b', 5]) {
-    await t.rejects(pgliteStore({ schema: schema as string, dataDir: '/nonexistent' }), { name: 'TypeError', message: /option schema/ })
+  for (const [schema, received] of [['', '""'], ['a\u0000b', '"a\\u0000b"'], [5, '5']] as const) {
+    await t.rejects(pgliteStore({ schema: schema as string, dataDir: '/nonexistent' }), invalid(`pgliteStore.schema must be a non-empty name, received ${received}`))
   }
-  for (const retryAfterSeconds of [-1, 1.5, '2']) {
-    await t.rejects(postgresStore({ retryAfterSeconds: retryAfterSeconds as number }), { name: 'TypeError', message: /retryAfterSeconds/ })
+  for (const [retryAfterSeconds, received] of [[-1, '-1'], [1.5, '1.5'], ['2', '"2"']] as const) {
+    await t.rejects(postgresStore({ retryAfterSeconds: retryAfterSeconds as number }), invalid(`postgresStore.retryAfterSeconds must be a non-negative integer, received ${received}`))
   }
   for (const queryTimeoutMillis of [0, -5, 1.5, '10000', Infinity]) {
     await t.rejects(postgresStore({ queryTimeoutMillis: queryTimeoutMillis as number }),
-      { name: 'TypeError', message: `postgresStore option queryTimeoutMillis must be a positive integer, received ${String(queryTimeoutMillis)}` })
+      invalid(`postgresStore.queryTimeoutMillis must be a positive integer, received ${typeof queryTimeoutMillis === 'string' ? `"${queryTimeoutMillis}"` : String(queryTimeoutMillis)}`))
   }
   const pool = new pg.Pool()
   t.teardown(() => pool.end())
-  await t.rejects(postgresStore({ pool, connectionString: 'postgres://x@127.0.0.1/y' }), { message: /either pool, or connectionString/ })
-  await t.rejects(postgresStore({ pool, poolOptions: {} }), { message: /either pool/ })
-  await t.rejects(pgliteStore({ db: {} as never, dataDir: '/tmp/x' }), { message: /either db \(a PGlite instance\) or dataDir/ })
-  await t.rejects(pgliteStore({}), { message: /either db \(a PGlite instance\) or dataDir/ })
+  await t.rejects(postgresStore({ pool, connectionString: 'postgres://x@127.0.0.1/y' }), invalid('postgresStore: give either pool, or connectionString and poolOptions, not both'))
+  await t.rejects(postgresStore({ pool, poolOptions: {} }), invalid(/either pool/))
+  await t.rejects(pgliteStore({ db: {} as never, dataDir: '/tmp/x' }), invalid('pgliteStore: give either db (a PGlite instance) or dataDir, one of them'))
+  await t.rejects(pgliteStore({}), invalid(/either db \(a PGlite instance\) or dataDir/))
+})
+
+t.test('the address of the database is checked before anything connects, naming the option', async t => {
+  // An unset environment variable: without the check, node-postgres would fall back to its PG*
+  // defaults and fail on connecting, naming a user or a host the application never gave.
+  await t.rejects(postgresStore({ connectionString: undefined }),
+    invalid('postgresStore.connectionString must be a PostgreSQL URL (postgres://user@host/database), received undefined; leave it out to use the PG* environment variables'))
+  for (const [connectionString, received] of [['', '""'], [' ', '" "'], [5432, '5432'], [null, 'null'], [{ host: 'db' }, 'a value of type object']] as const) {
+    await t.rejects(postgresStore({ connectionString: connectionString as string }), invalid(`postgresStore.connectionString must be a PostgreSQL URL (postgres://user@host/database), received ${received}`))
+  }
+  await t.rejects(postgresStore({ pool: undefined, connectionString: '', queryTimeoutMillis: 1000 }), invalid(/connectionString must be a PostgreSQL URL/))
+  await t.rejects(postgresStore({ connectionString: 'postgres://x@127.0.0.1:1/y', readConnectionString: '' }), invalid('postgresStore.readConnectionString must be a PostgreSQL URL (postgres://user@host/database), received ""'))
+  for (const [name, value, received] of [['pool', 42, '42'], ['pool', null, 'null'], ['pool', {}, 'a value of type object'], ['readPool', () => {}, 'a value of type function']] as const) {
+    await t.rejects(postgresStore({ [name]: value } as never), invalid(`postgresStore.${name} must be a node-postgres Pool, received ${received}`))
+  }
+  await t.rejects(pgliteStore({ db: './data' as never }), invalid('pgliteStore.db must be a PGlite instance (await PGlite.create()), received "./data"'))
+  await t.rejects(pgliteStore({ db: { query () {} } as never }), invalid('pgliteStore.db must be a PGlite instance (await PGlite.create()), received a value of type object'))
+  await t.rejects(pgliteStore({ db: null as never }), invalid(/pgliteStore\.db must be a PGlite instance .*, received null$/))
+  for (const [dataDir, received] of [['', '""'], [7, '7']] as const) {
+    await t.rejects(pgliteStore({ dataDir: dataDir as string }), invalid(`pgliteStore.dataDir must be a directory path, received ${received}`))
+  }
+  for (const [poolOptions, received] of [['max=4', '"max=4"'], [null, 'null'], [[], 'a value of type object']] as const) {
+    await t.rejects(postgresStore({ connectionString: 'postgres://x@127.0.0.1:1/y', poolOptions: poolOptions as object }), invalid(`postgresStore.poolOptions must be an object of node-postgres pool settings, received ${received}`))
+  }
+  await t.rejects(pgliteStore({ dataDir: '/nonexistent', migrate: 'no' as never }), invalid('pgliteStore.migrate must be true or false, received "no"'))
+  // Left out, the address is node-postgres's PG* defaults; an undefined readConnectionString is no replica.
+  await t.rejects(postgresStore({ queryTimeoutMillis: 1000, readConnectionString: undefined, poolOptions: { host: '127.0.0.1', port: 1 } }), { code: 'ECONNREFUSED' })
 })
 
 t.test('unknown factory options are refused before anything connects, naming the key meant', async t => {

@@ -302,3 +302,18 @@ t.test('OData constructs not supported are refused by name', async t => {
   // Only a name directly followed by a string is a typed literal.
   t.strictSame(parseFilter("a eq'x'"), eq(field('a'), str('x')))
 })
+
+t.test('a bare GUID is the text of the id it spells, in any case; dates and numbers read as before', async t => {
+  const id = '018cc251-f400-7000-8000-00000000a002'
+  t.strictSame(literal(id), str(id))
+  t.strictSame(literal('DEADBEEF-0000-4000-8000-ABCDEF012345'), str('DEADBEEF-0000-4000-8000-ABCDEF012345'), 'it may begin like a name, in capitals')
+  t.strictSame(literal('20240101-2024-0101-2024-010120240101'), str('20240101-2024-0101-2024-010120240101'), 'digits only')
+  t.strictSame(parseFilter(`authorId in (${id}, 'a1')`), { kind: 'in', operand: field('authorId'), values: [str(id), str('a1')] })
+  t.strictSame(parseFilter(`${id} eq authorId`), eq(str(id), field('authorId')), 'on the left too')
+  t.strictSame(literal('2024-01-01'), { kind: 'literal', type: 'date', value: '2024-01-01' })
+  t.strictSame(literal('12345678'), num(12345678))
+  fails(t, `a eq ${id}x`, "unexpected character 'x' at position 41", 41)
+  // Not of the form (a group short, a letter past f): read as before, a value then a signed number.
+  fails(t, 'a eq 018cc251-f400-7000-8000-00000000a00', "unexpected character 'c' at position 8", 8)
+  fails(t, 'a eq deadbeef-f400-7000-8000-00000000a00g', "unexpected character '-' at position 13", 13)
+})

@@ -11,7 +11,7 @@ import type { JsonSchema } from '../../lib/registry/derive.js'
 import { createCursorCodec } from '../../lib/query/cursor.js'
 import { parseItemQuery, parseListQuery } from '../../lib/query/list-query.js'
 import type { RawQuery } from '../../lib/query/list-query.js'
-import { itemParameterNames, listParameterNames, parameterSchemas, queryParameters } from '../../lib/query/parameters.js'
+import { itemParameterNames, listParameterNames, odataParameters, parameterSchemas, queryParameters } from '../../lib/query/parameters.js'
 import { demoResources } from '../../demo/schemas/index.js'
 import { buildApp } from '../helpers/app.js'
 import type { TObject } from '@sinclair/typebox'
@@ -64,7 +64,8 @@ const checked = new Set(['type', 'minimum', 'maximum', 'default', 'description',
 
 for (const model of models) {
   t.test(`${model.name}: each documented bound, enum and default is what the parser enforces`, async t => {
-    for (const [name, parameter] of Object.entries(queryParameters)) {
+    for (const parameter of [...Object.values(queryParameters), ...odataParameters.values()]) {
+      const { name } = parameter
       const schema = parameter.schema(model)
       for (const { operation, read } of readers(model, name)) {
         const accepts = (value: string, why: string) => t.equal(refusal(() => read({ [name]: value })), null, `${operation} ${name}=${value}: ${why}`)
@@ -131,12 +132,17 @@ t.test('pageSize is bounded by the model, the positions by 2^53 - 1', async t =>
 
 t.test('a repeated parameter is reported once, in the order of the table; lists may repeat', async t => {
   const [, books] = models
-  const raw = Object.fromEntries([...listParameterNames].map(name => [name, ['1', '2']]))
-  const lists = new Set(Object.entries(queryParameters).filter(([, parameter]) => parameter.list === true).map(([name]) => name))
-  t.same(refusal(() => parseListQuery(books, raw, context, '/v1/books'))?.invalidParams.filter(problem => problem.reason === 'must be given at most once').map(problem => problem.name),
-    [...listParameterNames].filter(name => !lists.has(name)))
-  t.same([...lists].sort(), ['expand', 'fields', 'include', 'sort'], 'fields, sort, expand and include read a repetition as a comma list')
-  t.same([...itemParameterNames], ['fields', 'expand', 'include'])
+  for (const table of [Object.values(queryParameters), [...odataParameters.values()]]) {
+    const names = table.map(parameter => parameter.name)
+    const raw = Object.fromEntries(names.map(name => [name, ['1', '2']]))
+    const lists = new Set(table.filter(parameter => parameter.list).map(parameter => parameter.name))
+    t.same(refusal(() => parseListQuery(books, raw, context, '/v1/books'))?.invalidParams.filter(problem => problem.reason === 'must be given at most once').map(problem => problem.name),
+      names.filter(name => !lists.has(name)))
+  }
+  t.same(Object.values(queryParameters).filter(parameter => parameter.list).map(parameter => parameter.name).sort(), ['expand', 'fields', 'include', 'sort'], 'fields, sort, expand and include read a repetition as a comma list')
+  t.same([...odataParameters.values()].filter(parameter => parameter.list).map(parameter => parameter.name).sort(), ['$expand', '$orderby', '$select'], 'and so do their OData names')
+  t.same([...itemParameterNames], ['fields', 'expand', 'include', '$select', '$expand'])
+  t.same([...listParameterNames].filter(name => name.startsWith('$')), ['$select', '$filter', '$orderby', '$skip', '$top', '$count', '$expand'])
 })
 
 t.test('the served document shows each parameter as the table has it', async t => {

@@ -28,8 +28,13 @@ export type Token =
   | { readonly kind: 'literal', readonly text: string, readonly literal: Literal, readonly position: number }
   | { readonly kind: 'end', readonly text: '', readonly position: number }
 
-// Sticky patterns, tried at the current offset. DATE_LIKE is deliberately loose after the `T`
-// so that a malformed date-time is reported as one token rather than as stray characters.
+// Sticky patterns, tried at the current offset. A bare GUID (OData's guidValue, 8-4-4-4-12 hex
+// digits) is the text of the id it spells, as ids are strings; it is tried first, since it may
+// begin like a number (018cc251-…) or a name (deadbeef-…): such text read otherwise is a syntax
+// error (a value followed by a signed number), and a date's groups are 4-2-2.
+const GUID = /[\dA-Fa-f]{8}-[\dA-Fa-f]{4}-[\dA-Fa-f]{4}-[\dA-Fa-f]{4}-[\dA-Fa-f]{12}/y
+// DATE_LIKE is deliberately loose after the `T` so that a malformed date-time is reported as one
+// token rather than as stray characters.
 const DATE_LIKE = /\d{4}-\d{2}-\d{2}(?:T[\d:.+\-Z]*)?/y
 // OData's decimalValue: a sign, `+` too (sent as %2B: a bare `+` in a query string is a space).
 const NUMBER = /[-+]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y
@@ -87,6 +92,11 @@ function readString (text: string, start: number): number {
 }
 
 function readWord (text: string, start: number): Token {
+  const guid = matchAt(GUID, text, start)
+  if (guid !== undefined) {
+    checkDelimited(text, start + guid.length)
+    return { kind: 'literal', text: guid, literal: { kind: 'literal', type: 'string', value: guid }, position: start }
+  }
   const date = matchAt(DATE_LIKE, text, start)
   if (date !== undefined) {
     const hasTime = date.length > 10

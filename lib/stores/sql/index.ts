@@ -102,21 +102,8 @@ export interface PgliteStoreOptions extends SqlStoreOptions {
  * const store = await postgresStore({ connectionString: process.env.DATABASE_URL })
  */
 export async function postgresStore (options: PostgresStoreOptions = {}): Promise<Store> {
-  checkOptions(options, postgresKeys, 'postgresStore')
-  if (options.pool !== undefined && (options.connectionString !== undefined || options.poolOptions !== undefined)) {
-    throw new TypeError('postgresStore: give either pool, or connectionString and poolOptions, not both')
-  }
-  if (options.readPool !== undefined && options.readConnectionString !== undefined) {
-    throw new TypeError('postgresStore: give either readPool or readConnectionString, not both')
-  }
-  if (options.redis !== undefined && typeof (options.redis as { eval?: unknown } | null)?.eval !== 'function') {
-    throw new TypeError('postgresStore option redis must be an ioredis client')
-  }
+  checkPostgresOptions(options)
   const { queryTimeoutMillis = 10_000, maxReplicaLagMillis = 10_000, replicaCheckMillis = 500, pooler = 'none' } = options
-  if (pooler !== 'none' && pooler !== 'transaction') throw new TypeError(`postgresStore option pooler must be 'none' or 'transaction', received ${JSON.stringify(pooler)}`)
-  for (const [name, value] of Object.entries({ queryTimeoutMillis, maxReplicaLagMillis, replicaCheckMillis })) {
-    if (!Number.isInteger(value) || value < 1) throw new TypeError(`postgresStore option ${name} must be a positive integer, received ${String(value)}`)
-  }
   // Fail a connection attempt in seconds rather than waiting for the operating system's timeout;
   // keepalive probes find a peer that vanished while its connection sat idle in the pool.
   const makePool = async (connectionString: string | undefined) => new (await importOptional<typeof import('pg')>('pg', 'postgresStore')).Pool({
@@ -150,7 +137,11 @@ export async function postgresStore (options: PostgresStoreOptions = {}): Promis
 export async function pgliteStore (options: PgliteStoreOptions): Promise<Store> {
   checkOptions(options, pgliteKeys, 'pgliteStore')
   const { db, dataDir } = options
-  if ((db === undefined) === (dataDir === undefined)) throw new TypeError('pgliteStore: give either db (a PGlite instance) or dataDir, one of them')
+  if ((db === undefined) === (dataDir === undefined)) throw new OptionsInvalidError('pgliteStore: give either db (a PGlite instance) or dataDir, one of them')
+  if (db !== undefined && (typeof db !== 'object' || db === null || typeof db.query !== 'function' || typeof db.transaction !== 'function')) {
+    throw new OptionsInvalidError(`pgliteStore.db must be a PGlite instance (await PGlite.create()), received ${described(db)}`)
+  }
+  if (dataDir !== undefined && (typeof dataDir !== 'string' || dataDir === '')) throw new OptionsInvalidError(`pgliteStore.dataDir must be a directory path, received ${described(dataDir)}`)
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true })
   return await openStore(pgliteDatabase(db ?? await openPglite(dataDir), db === undefined), options)
 }
@@ -166,6 +157,49 @@ const postgresKeys = knownKeys({ ...sqlKeys, pool: true, connectionString: true,
 const pgliteKeys = knownKeys({ ...sqlKeys, db: true, dataDir: true } satisfies Record<keyof PgliteStoreOptions, true>)
 const tableKeys = knownKeys({ table: true, columns: true, versionColumn: true, modifiedAtColumn: true } satisfies Record<keyof TableMapping, true>)
 
+/** A value in an error message: a string quoted, an object or function by its kind (a pool's JSON would be huge, or circular). */
+const described = (value: unknown) => typeof value === 'string'
+  ? JSON.stringify(value)
+  : typeof value === 'function' || (typeof value === 'object' && value !== null) ? `a value of type ${typeof value}` : String(value)
+
+function checkPostgresOptions (options: PostgresStoreOptions) {
+  checkOptions(options, postgresKeys, 'postgresStore')
+  const { pool, connectionString, poolOptions, readPool, readConnectionString, redis, pooler = 'none' } = options
+  if (pool !== undefined && (connectionString !== undefined || poolOptions !== undefined)) {
+    throw new OptionsInvalidError('postgresStore: give either pool, or connectionString and poolOptions, not both')
+  }
+  if (readPool !== undefined && readConnectionString !== undefined) throw new OptionsInvalidError('postgresStore: give either readPool or readConnectionString, not both')
+  for (const [name, given] of Object.entries({ pool, readPool })) {
+    if (given !== undefined && typeof (given as { connect?: unknown } | null)?.connect !== 'function') {
+      throw new OptionsInvalidError(`postgresStore.${name} must be a node-postgres Pool, received ${described(given)}`)
+    }
+  }
+  // Left out, connectionString lets node-postgres read the PG* environment variables (PGHOST,
+  // PGUSER…). Given as undefined, it is most often an unset variable (`process.env.DATABASE_URL`),
+  // which would fail only when connecting, with the driver's word about a user or a host.
+  if (pool === undefined && Object.hasOwn(options, 'connectionString')) checkUrl(connectionString, 'connectionString')
+  // readConnectionString undefined is no replica, as when it is left out.
+  if (readConnectionString !== undefined) checkUrl(readConnectionString, 'readConnectionString')
+  if (poolOptions !== undefined && (typeof poolOptions !== 'object' || poolOptions === null || Array.isArray(poolOptions))) {
+    throw new OptionsInvalidError(`postgresStore.poolOptions must be an object of node-postgres pool settings, received ${described(poolOptions)}`)
+  }
+  if (redis !== undefined && typeof (redis as { eval?: unknown } | null)?.eval !== 'function') {
+    throw new OptionsInvalidError('postgresStore.redis must be an ioredis client')
+  }
+  if (pooler !== 'none' && pooler !== 'transaction') throw new OptionsInvalidError(`postgresStore.pooler must be 'none' or 'transaction', received ${described(pooler)}`)
+  for (const name of ['queryTimeoutMillis', 'maxReplicaLagMillis', 'replicaCheckMillis'] as const) {
+    const value = options[name]
+    if (value !== undefined && (!Number.isInteger(value) || value < 1)) throw new OptionsInvalidError(`postgresStore.${name} must be a positive integer, received ${described(value)}`)
+  }
+}
+
+function checkUrl (value: unknown, name: string) {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new OptionsInvalidError(`postgresStore.${name} must be a PostgreSQL URL (postgres://user@host/database), received ${described(value)}` +
+      (value === undefined ? '; leave it out to use the PG* environment variables' : ''))
+  }
+}
+
 function checkOptions (options: SqlStoreOptions, known: readonly string[], factory: string) {
   refuseUnknownKeys(options, known, factory)
   for (const [name, mapping] of Object.entries(options.tables ?? {})) {
@@ -174,12 +208,13 @@ function checkOptions (options: SqlStoreOptions, known: readonly string[], facto
     }
     refuseUnknownKeys(mapping, tableKeys, `${factory}.tables.${name}`)
   }
-  const { schema, retryAfterSeconds } = options
+  const { schema, retryAfterSeconds, migrate } = options
+  if (migrate !== undefined && typeof migrate !== 'boolean') throw new OptionsInvalidError(`${factory}.migrate must be true or false, received ${described(migrate)}`)
   if (schema !== undefined && (typeof schema !== 'string' || schema === '' || schema.includes('\u0000'))) {
-    throw new TypeError(`SQL store option schema must be a non-empty name, received ${JSON.stringify(schema)}`)
+    throw new OptionsInvalidError(`${factory}.schema must be a non-empty name, received ${described(schema)}`)
   }
   if (retryAfterSeconds !== undefined && (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0)) {
-    throw new TypeError(`SQL store option retryAfterSeconds must be a non-negative integer, received ${String(retryAfterSeconds)}`)
+    throw new OptionsInvalidError(`${factory}.retryAfterSeconds must be a non-negative integer, received ${described(retryAfterSeconds)}`)
   }
 }
 
