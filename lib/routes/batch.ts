@@ -1,4 +1,4 @@
-// Batch (demo contract "Safe retries and atomic writes"; JSON:API atomic operations, OData change
+// Batch (docs/demo-contract.md "Safe retries and atomic writes"; JSON:API atomic operations, OData change
 // sets): `POST {prefix}/batch` runs creates, replaces, modifies and deletes in order, all or
 // nothing, in one transaction of the resources' store. Each operation is the same write as its
 // HTTP request (routes/write.ts) with every check of the route's pipeline that reads the body:
