@@ -1,4 +1,4 @@
-// The demo service (demo-service.md): authors, books and reviews under /v1, /health, on the configured
+// The demo service (docs/demo-contract.md): authors, books and reviews under /v1, /health, on the configured
 // store, with its bearer tokens, legacy API keys, allowed origins and rate limit (shared through Redis).
 import { createHash } from 'node:crypto'
 import Fastify from 'fastify'

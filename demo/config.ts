@@ -1,4 +1,4 @@
-// The demo service's settings (demo-service.md, "Starting it"): environment → a checked, frozen
+// The demo service's settings (docs/demo-contract.md, "Starting it"): environment → a checked, frozen
 // config. A bad setting throws ConfigError naming it, so start-up fails with one clear line.
 
 /** `read`: GET/HEAD/OPTIONS only; `write`: everything; `admin`: everything, and every row and field. */

@@ -1,7 +1,7 @@
 // `npm start`: builds the demo (tsc -p tsconfig.demo.json, to dist/) only when its sources or its
 // build output changed since the last build, then runs the server (dist/demo/server.js) in this
 // same process, which npm's `exec` makes npm's own child: the SIGTERM or SIGINT npm passes on
-// reaches the server itself (demo-service.md "Starting it"). Plain JavaScript: it runs before
+// reaches the server itself (docs/demo-contract.md "Starting it"). Plain JavaScript: it runs before
 // anything is compiled.
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'

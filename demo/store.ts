@@ -1,4 +1,4 @@
-// The demo's store, chosen by STORE (demo-service.md "Starting it"): PGlite in DATA_DIR by
+// The demo's store, chosen by STORE (docs/demo-contract.md "Starting it"): PGlite in DATA_DIR by
 // default, PostgreSQL at DATABASE_URL, or memory. Whoever creates a store closes it (app.ts).
 import type { FastifyBaseLogger } from 'fastify'
 import { memoryStore, pgliteStore, postgresStore } from '../lib/index.js'
@@ -24,7 +24,7 @@ export async function createDemoStore (config: DemoConfig, log: FastifyBaseLogge
       const readUrl = config.databaseReadUrl === undefined ? undefined : hide(config.databaseReadUrl)
       log.info({ url, readUrl, pooler: config.databasePooler }, readUrl === undefined ? 'store: PostgreSQL' : 'store: PostgreSQL, reads on the replica at readUrl')
       // A replica that cannot be reached does not stop start-up: reads go to the primary until it answers.
-      // Writers' positions go through Redis when REDIS_URL is set (demo-service.md "Many instances").
+      // Writers' positions go through Redis when REDIS_URL is set (docs/demo-contract.md "Many instances").
       return await postgresStore({ connectionString: config.databaseUrl, readConnectionString: config.databaseReadUrl, pooler: config.databasePooler, redis }).catch((error: unknown) => {
         throw new ConfigError('DATABASE_URL', `cannot connect to ${url} (${String(error)})`)
       })

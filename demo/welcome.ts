@@ -1,4 +1,4 @@
-// What `npm start` prints once it listens (demo-service.md, "Starting it"): where the API, its
+// What `npm start` prints once it listens (docs/demo-contract.md, "Starting it"): where the API, its
 // documentation page and its OpenAPI document are, which tokens open it (with their users and
 // rights), and one curl line to try.
 // Plain lines for a person at a terminal, after the JSON log lines meant for machines.

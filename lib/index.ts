@@ -8,11 +8,11 @@ import { buildRegistry } from './registry/index.js'
 import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema } from './registry/derive.js'
 import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
-import { createAjv } from './validation.js'
-import { createCursorCodec, warnOfRandomSecret } from './query/cursor.js'
+import { warnOfRandomSecret } from './query/cursor.js'
 import { buildRouteTable, createRouteIndex, registerRoute } from './routes/table.js'
-import type { RouteContext } from './routes/context.js'
-import { assignStores } from './routes/stores.js'
+import { createOperationContext } from './operations/context.js'
+import { createOperations } from './operations/index.js'
+import { assignStores } from './operations/stores.js'
 import { buildPipeline, installPipeline } from './pipeline.js'
 import { createStoreTiming } from './store-timing.js'
 import { createRequestTracing } from './tracing.js'
@@ -22,8 +22,6 @@ import { routeUnmetExpectations } from './security/limits.js'
 import { registerOpenApi } from './openapi/index.js'
 import { registerCompression } from './http/compression.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
-import { compileRules } from './rules/compile.js'
-import { createViews } from './rules/view.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
@@ -31,34 +29,15 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const storeTiming = options.serverTiming ? createStoreTiming() : null
   const assigned = assignStores(options.resources, models)
   const storeOf = storeTiming === null ? assigned : storeTiming.timedStores(assigned)
-  const rules = new Map(models.map((model, i) => [model, compileRules(model, options.resources[i])]))
-  const rulesOf = (model: ResourceModel) => rules.get(model.base ?? model) ?? null
+  const prefix = routePrefix(app)
+  const context = createOperationContext(options, models, storeOf, prefix)
+  const { rulesOf } = context
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
   const stores = new Set(models.map(assigned))
   for (const store of stores) await store.prepare?.(models.filter(model => assigned(model) === store), { idempotencyKeys: options.idempotency !== null })
   if (options.metrics !== null) app.addHook('onClose', options.metrics.watch(stores))
-  const prefix = routePrefix(app)
   if (options.cursorSecretGenerated) warnOfRandomSecret(app.log)
 
-  // One codec seals the links' tokens and opens them: keys derived once, shared tokens kept once.
-  const cursor = createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds })
-  const context: RouteContext = {
-    options,
-    envelope: {
-      prefix,
-      singleResource: options.singleResource,
-      links: options.links,
-      totalAtRoot: options.totalAtRoot,
-      lastLink: options.lastLink,
-      cursor
-    },
-    query: { cursor, defaultPaging: options.paging },
-    ajv: createAjv(),
-    storeOf,
-    models: new Map(models.map(model => [model.name, model])),
-    rulesOf,
-    views: createViews(models, rulesOf)
-  }
   app.setValidatorCompiler(({ schema, httpPart }) => httpPart === 'body' ? context.ajv.compile(schema) : () => true)
 
   const routes = createRouteIndex(app)
@@ -66,9 +45,10 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     routes.add(route)
   })
   // Before any route: a route keeps the error handler set when it is added.
+  const typeBase = options.problemTypeBase ?? `${prefix}/problems/`
   installProblemHandlers(app, {
     errorFormat: options.errorFormat,
-    typeBase: options.problemTypeBase ?? `${prefix}/problems/`,
+    typeBase,
     allowedMethods: path => routes.allowedAt(path)
   })
   installPipeline(app, buildPipeline(app, options, models, context, storeTiming, await createRequestTracing(options.tracing)))
@@ -87,7 +67,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     app.addSchema({ $id: names.single, ...singleEnvelopeSchema(model, refOf(model), options) })
     app.addSchema({ $id: names.list, ...listEnvelopeSchema(model, refOf(model), options) })
   }
-  for (const spec of buildRouteTable(models, context)) registerRoute(app, spec)
+  for (const spec of buildRouteTable(models, context, createOperations(context, app.log, typeBase))) registerRoute(app, spec)
   if (options.problemTypeBase === undefined) registerProblemPages(app, schemaOptionsFor(context))
 }
 

@@ -25,12 +25,11 @@ import {
 } from './security/index.js'
 import { kCaller, kFormat, kKeyedTransaction, kPlainJson, kRecordRead, kSpan, kStoreTime } from './symbols.js'
 import { callerBodyCheck } from './rules/write.js'
-import type { RouteContext } from './routes/context.js'
+import type { OperationContext } from './operations/context.js'
 import type { StoreTiming } from './store-timing.js'
 import type { RequestTracing } from './tracing.js'
-
-type BodyWrite = 'create' | 'replace' | 'modify'
-const bodyWrites = new Set<string>(['create', 'replace', 'modify'] satisfies BodyWrite[])
+import { bodyWrites } from './operations/table.js'
+import type { BodyWrite } from './operations/table.js'
 
 interface Step<F> { readonly name: string, readonly run: F }
 
@@ -72,7 +71,7 @@ const mayHaveBody = (route: RouteOptions) => ![route.method].flat().every(method
  * The plugin's pipeline for these options; `storeTiming` when Server-Timing is on (its stores are
  * then in `context`), `tracing` when requests are traced.
  */
-export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: RouteContext, storeTiming: StoreTiming | null = null, tracing: RequestTracing | null = null): Pipeline {
+export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, models: readonly ResourceModel[], context: OperationContext, storeTiming: StoreTiming | null = null, tracing: RequestTracing | null = null): Pipeline {
   const headers = createHeaderHooks(options, options.deprecation, options.compression !== null)
   const formats = createResponseFormats(app, models)
   // Only when read: by a store that routes by caller, or by Server-Timing's clock.

@@ -121,7 +121,11 @@ export function problemBodyBuilder (options: Pick<ProblemOptions, 'errorFormat' 
   }
 }
 
-function describe (error: FastifyError & ProblemExtras, request: FastifyRequest): Problem {
+/** Where a 5xx is logged in full (a request's logger, or a host's). */
+export interface ErrorLog { error (details: { err: unknown }, message: string): void }
+
+/** The problem an error answers: our catalogue's, a validation's, Fastify's coded ones, or a generic 500 (logged in full, never echoed). */
+export function describe (error: FastifyError & ProblemExtras, log: ErrorLog): Problem {
   if (error.validation !== undefined) {
     return { code: 'API_ERR_BODY_INVALID', status: 400, detail: new BodyInvalidError().message, invalidParams: toInvalidParams(error.validation as never) }
   }
@@ -129,7 +133,7 @@ function describe (error: FastifyError & ProblemExtras, request: FastifyRequest)
   const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500
   const code = error.code?.startsWith('API_ERR_') === true ? error.code : fastifyCodes[error.code] ?? codeOfStatus.get(status)
   if (status >= 500) {
-    request.log.error({ err: error }, 'request failed')
+    log.error({ err: error }, 'request failed')
     // 5xx details are always the catalogue's words: a driver's message may name hosts or queries.
     return code !== undefined && code in retryable
       ? { code, status: 503, detail: retryable[code], headers: error.headers }
@@ -164,11 +168,11 @@ export function installProblemHandlers (app: FastifyInstance, options: ProblemOp
     const error = allowed === undefined
       ? new NotFoundError(path)
       : withHeaders(new MethodNotAllowedError(request.method, allowed.join(', ')), { allow: allowed.join(', ') })
-    return describe(error as FastifyError & ProblemExtras, request)
+    return describe(error as FastifyError & ProblemExtras, request.log)
   }
 
   app.setErrorHandler(function renderProblem (error: FastifyError & ProblemExtras, request, reply) {
-    const problem = describe(error, request)
+    const problem = describe(error, request.log)
     // A request no route takes (or only the catch-all for OPTIONS, security/cors.ts) has its
     // headers and body checked (400, 413, 415; a QUERY without Content-Type) before the not-found
     // handler runs. That nothing is there, or not for this method, is the answer. The edge's

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify'
 import { currentRequest } from './stores/caller.js'
 import type { Store } from './stores/store.js'
-import type { StoreOf } from './routes/stores.js'
+import type { StoreOf } from './operations/stores.js'
 import { kStoreTime } from './symbols.js'
 
 /**

@@ -1,4 +1,4 @@
-// Batch (demo-service.md "Safe retries and atomic writes", the Batch part): `POST /v1/batch` seen
+// Batch (docs/demo-contract.md "Safe retries and atomic writes", the Batch part): `POST /v1/batch` seen
 // from a client. On every store (memory, PGlite, PostgreSQL when DATABASE_URL is set): the
 // contract's example and its results, all or nothing when a later operation fails, hooks inside
 // the batch's transaction, Idempotency-Key. On the memory store: the body's shape, the plan's

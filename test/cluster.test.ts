@@ -1,4 +1,4 @@
-// Many instances as one service (demo-service.md "Many instances"; issue "Past one machine"): three
+// Many instances as one service (docs/demo-contract.md "Many instances"; issue "Past one machine"): three
 // demo processes started together on one fresh database, through PgBouncer in transaction mode
 // (DATABASE_POOLER=transaction), reading from a streaming replica, sharing Redis and the cursor
 // secret. The cluster is .ci/cluster.sh's: a primary and replica of their own, so that stopping

@@ -1,4 +1,4 @@
-// The batch endpoint on the demo (demo-service.md "Safe retries and atomic writes", the Batch
+// The batch endpoint on the demo (docs/demo-contract.md "Safe retries and atomic writes", the Batch
 // part), over HTTP against the demo app on each store it runs on: memory, PGlite in a fresh
 // DATA_DIR, and PostgreSQL when DATABASE_URL is set (in a schema of its own, dropped afterwards).
 // Each sentence of the Batch paragraph has its test: the example with local ids, merge-patch

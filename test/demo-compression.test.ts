@@ -1,4 +1,4 @@
-// Compression on the demo (demo-service.md: "Responses of 1 KB or more are compressed (`br`,
+// Compression on the demo (docs/demo-contract.md: "Responses of 1 KB or more are compressed (`br`,
 // `gzip`) when the client's Accept-Encoding asks for it, with Vary: Accept-Encoding; the OpenAPI
 // document and the docs page's assets included"), from outside over HTTP: node:http decodes
 // nothing, so each body is decoded here with node:zlib and compared with the uncompressed answer.

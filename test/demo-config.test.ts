@@ -1,4 +1,4 @@
-// The demo's settings (demo-service.md, "Starting it"): every environment
+// The demo's settings (docs/demo-contract.md, "Starting it"): every environment
 // variable, its default, and each kind of bad value, which must name the setting in one line.
 import t from 'tap'
 import { ConfigError, loadConfig } from '../demo/config.js'

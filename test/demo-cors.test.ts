@@ -1,4 +1,4 @@
-// The demo's origins (demo-service.md, ALLOWED_ORIGINS): the listed ones, and its own origin, which
+// The demo's origins (docs/demo-contract.md, ALLOWED_ORIGINS): the listed ones, and its own origin, which
 // the docs page's console sends from (a browser sends Origin on a same-origin POST); any other is 403.
 import t from 'tap'
 import { buildDemoApp } from '../demo/app.js'

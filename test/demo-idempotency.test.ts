@@ -1,4 +1,4 @@
-// Idempotency-Key on the demo (demo-service.md "Safe retries and atomic writes", "Many instances"),
+// Idempotency-Key on the demo (docs/demo-contract.md "Safe retries and atomic writes", "Many instances"),
 // over HTTP against the demo app on each store it runs on: memory, PGlite in a fresh DATA_DIR, and
 // PostgreSQL when DATABASE_URL is set (in a schema of its own, dropped afterwards). Each sentence of
 // the Idempotency-Key paragraph has its test: both forms of the key, its limits, the replay that

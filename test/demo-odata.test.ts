@@ -1,4 +1,4 @@
-// What OData clients send, to the demo (demo-service.md "What OData clients send"), over HTTP on
+// What OData clients send, to the demo (docs/demo-contract.md "What OData clients send"), over HTTP on
 // each store it runs on: memory, PGlite in a fresh DATA_DIR, and PostgreSQL when DATABASE_URL is set
 // (in a schema of its own, dropped afterwards). Each sentence has its test: the system query options
 // percent-encoded as client libraries send them, with the same meaning and the same errors as the

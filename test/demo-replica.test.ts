@@ -1,4 +1,4 @@
-// The demo on a read replica (demo-service.md "Many instances"; docs/stores.md "Read replicas"):
+// The demo on a read replica (docs/demo-contract.md "Many instances"; docs/stores.md "Read replicas"):
 // with DATABASE_URL and DATABASE_READ_URL (.ci/replica.sh), buildDemoApp reads on the replica, and
 // a caller who writes reads its write at once while another caller still sees the replica's state.
 import t from 'tap'

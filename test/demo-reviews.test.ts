@@ -1,4 +1,4 @@
-// The demo's reviews (demo-service.md, "Application rules: the `reviews` resource"), driven over HTTP
+// The demo's reviews (docs/demo-contract.md, "Application rules: the `reviews` resource"), driven over HTTP
 // against the running demo app on each store it runs on: memory, PGlite, and PostgreSQL when
 // DATABASE_URL is set (in a schema of its own, dropped afterwards). Each sentence of that section
 // has its test below; the callers are the default tokens, one token without a user, and 50 users

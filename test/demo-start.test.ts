@@ -1,4 +1,4 @@
-// `npm start` itself, from outside (demo-service.md "Starting it"): npm's own process, as a
+// `npm start` itself, from outside (docs/demo-contract.md "Starting it"): npm's own process, as a
 // container runtime or process manager sees it. SIGTERM or SIGINT sent to npm's pid lets a request in
 // flight finish, and then no process of the service is left and its port refuses connections, within
 // 10 s; the build runs on a fresh clone and when a source changes, and is skipped otherwise.

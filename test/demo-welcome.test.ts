@@ -1,4 +1,4 @@
-// What `npm start` prints once it listens (demo-service.md, "Starting it"); the default tokens and
+// What `npm start` prints once it listens (docs/demo-contract.md, "Starting it"); the default tokens and
 // the printed curl line are checked against the running demo in server.test.ts.
 import { readFileSync } from 'node:fs'
 import t from 'tap'

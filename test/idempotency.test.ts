@@ -1,4 +1,4 @@
-// Idempotency-Key on POST and PATCH (demo-service.md "Safe retries and atomic writes",
+// Idempotency-Key on POST and PATCH (docs/demo-contract.md "Safe retries and atomic writes",
 // draft-ietf-httpapi-idempotency-key-header), seen from a client: replays with
 // Idempotent-Replayed, 422 for another body, 409 while the first runs, keys per caller and path,
 // malformed keys 400, 5xx not kept, a lifetime, expired keys purged in the background, and the

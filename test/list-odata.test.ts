@@ -1,4 +1,4 @@
-// OData clients (demo-service.md "What OData clients send"; docs/query-language.md "OData names"):
+// OData clients (docs/demo-contract.md "What OData clients send"; docs/query-language.md "OData names"):
 // the OData system query options stand for the conventions' parameters with the same meaning and
 // the same errors, named as sent; both names of one option are a 400 naming both; page links use
 // the conventions' names and tokens bind alike whichever name made them; a bare GUID in a filter

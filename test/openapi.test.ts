@@ -211,7 +211,7 @@ t.test('the demo document', async t => {
     t.same(schemas.BookCreate.properties.available, { allOf: [{ type: 'boolean', default: true }] }, 'a default one level down: optional in generated types')
     t.same(schemas.BookPatch.properties.title, { type: 'string', minLength: 1, maxLength: 500 }, 'a required field cannot be removed with null')
     t.match(schemas.BookPatch.properties.available, { anyOf: [{ type: 'boolean' }, { type: 'null' }] }, 'an optional one can')
-    // The books' derived values (demo-service.md "Application rules"): read-only, set by the server.
+    // The books' derived values (docs/demo-contract.md "Application rules"): read-only, set by the server.
     t.match(schemas.Book.properties.reviewCount, { type: 'integer', minimum: 0, readOnly: true })
     t.match(schemas.Book.properties.averageRating, { type: ['number', 'null'], readOnly: true })
     for (const body of ['BookCreate', 'BookReplace', 'BookPatch']) {
@@ -295,7 +295,7 @@ t.test('the demo document', async t => {
     const sorted = (statuses: string[]) => [...new Set(statuses)].sort()
     t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
     t.same(Object.keys(books.post.responses), sorted(['201', ...everywhere, '409', '412', '413', '415', '422', '503']))
-    // 204: MODIFY with Prefer: return=minimal (demo-service.md "Safe retries and atomic writes").
+    // 204: MODIFY with Prefer: return=minimal (docs/demo-contract.md "Safe retries and atomic writes").
     t.same(Object.keys(book.patch.responses), sorted(['200', '204', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
     t.same(Object.keys(book.delete.responses), sorted(['204', ...everywhere, '404', '409', '412', '413', '415', '503']))
     t.same(Object.keys(books.options.responses), sorted(['200', '204', ...everywhere, '413', '415']), 'the demo allows an origin: preflights are 204')

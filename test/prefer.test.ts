@@ -1,4 +1,4 @@
-// Prefer (RFC 7240) on CREATE, REPLACE and MODIFY (demo-service.md "Safe retries and atomic
+// Prefer (RFC 7240) on CREATE, REPLACE and MODIFY (docs/demo-contract.md "Safe retries and atomic
 // writes"): return=minimal answers without a body and with the new ETag, return=representation as
 // usual, each echoed in Preference-Applied; other preferences are ignored.
 import t from 'tap'

@@ -234,7 +234,7 @@ t.test('the built demo', async t => {
       // The store (memory) started empty, so this start wrote the sample catalogue.
       '  Sample:   3 authors, 5 books and 4 reviews written into the empty store (SEED=false skips this)',
       '  Tokens (Authorization: Bearer <token>, from API_TOKENS):',
-      // The default API_TOKENS (demo-service.md "Starting it"), each with its user and right.
+      // The default API_TOKENS (docs/demo-contract.md "Starting it"), each with its user and right.
       '    dev-token    user dev     write: every operation',
       '    read-token   user reader  read: GET, HEAD and OPTIONS only',
       '    alice-token  user alice   write: every operation',

@@ -1,4 +1,4 @@
-// The demo's `authors` resource (demo-service.md, "Resources").
+// The demo's `authors` resource (docs/demo-contract.md, "Resources").
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 

@@ -1,4 +1,4 @@
-// The demo's `books` resource (demo-service.md, "Resources", and the derived values of "Application rules").
+// The demo's `books` resource (docs/demo-contract.md, "Resources", and the derived values of "Application rules").
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 

@@ -1,4 +1,4 @@
-// The demo's `reviews` resource (demo-service.md, "Application rules: the `reviews` resource"):
+// The demo's `reviews` resource (docs/demo-contract.md, "Application rules: the `reviews` resource"):
 // rows that belong to a user, fields the server sets, a field only admins see, business rules, and
 // the books' reviewCount and averageRating kept in step in each review write's transaction.
 import { Type } from '@sinclair/typebox'

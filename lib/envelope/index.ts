@@ -48,7 +48,7 @@ export function formatLinks (context: EnvelopeContext, links: Link[]): Link[] | 
 const navigation = new Set(['self', 'first', 'prev', 'next', 'last'])
 const isNavigation = (rel: string) => navigation.has(rel)
 
-/** The related records of each item, by relation: one record, its list, or null (routes/related.ts fetches them). */
+/** The related records of each item, by relation: one record, its list, or null (operations/related.ts fetches them). */
 export type RelatedRecords = ReadonlyMap<RelationModel, (item: Fields) => Fields | Fields[] | null>
 
 /** The items with `expand`ed relations embedded, and `include` links, from records already fetched. */

@@ -1,4 +1,4 @@
-// Response compression (demo contract: `br` and `gzip` on responses of 1 KB or more when
+// Response compression (docs/demo-contract.md "Starting it": `br` and `gzip` on responses of 1 KB or more when
 // Accept-Encoding asks, with Vary: Accept-Encoding): @fastify/compress, registered inside the
 // plugin so it covers the plugin's routes (the API, the OpenAPI document, the docs page and its
 // script, the problem pages) and none of the host's. Around it, what a content coding changes in

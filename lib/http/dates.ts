@@ -1,6 +1,7 @@
 // Dates in HTTP headers, read and written once: Last-Modified as IMF-fixdate; If-Modified-Since and
 // If-Unmodified-Since as an HTTP-date (RFC 9110 §5.6.7); the Date request header (spec "Request
 // headers": Date, RFC 5322 date format) as an RFC 5322 date-time or an obsolete HTTP-date form.
+import { keepBounded } from '../bounded.js'
 
 const months = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
 const days = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']
@@ -94,9 +95,6 @@ export const httpDatesKept = 4096
 export function formatHttpDate (date: Date): string {
   const time = date.getTime()
   let text = httpDates.get(time)
-  if (text === undefined) {
-    if (httpDates.size === httpDatesKept) httpDates.clear()
-    httpDates.set(time, text = date.toUTCString())
-  }
+  if (text === undefined) text = keepBounded(httpDates, httpDatesKept, time, date.toUTCString())
   return text
 }

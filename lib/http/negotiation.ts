@@ -76,9 +76,9 @@ export function markFormat (request: FastifyRequest, format: Format) {
   (request as unknown as Negotiated)[kFormat] = format
 }
 
-/** The representation variant for ETags: the JSON variant, or it marked as XML (RFC 9110 §8.8.3). */
-export function formatVariant (request: FastifyRequest, variant: string): string {
-  return (request as unknown as Negotiated)[kFormat] === 'xml' ? `${variant}\u0000xml` : variant
+/** The format the response is written in: XML when the Accept check chose it, else JSON. */
+export function requestFormat (request: FastifyRequest): Format {
+  return (request as unknown as Negotiated)[kFormat] === 'xml' ? 'xml' : 'json'
 }
 
 export function createAcceptCheck (formats: ResponseFormats) {

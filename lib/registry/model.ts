@@ -2,6 +2,7 @@
 // stores. Pure data; built by registry/index.ts from a ResourceDefinition.
 import type { TObject, TSchema } from '@sinclair/typebox'
 import type { FilterNode } from '../query/filter/ast.js'
+import type { ResourceOperation } from '../operations/table.js'
 
 /** The scalar kinds queries understand; `json` is an object or array (filterable only by null). */
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'datetime' | 'json'
@@ -24,7 +25,8 @@ export interface RelationModel {
   readonly field: string
 }
 
-export type Operation = 'list' | 'retrieve' | 'create' | 'replace' | 'modify' | 'delete'
+/** The operations a resource may expose (operations/table.ts). */
+export type Operation = ResourceOperation
 
 export interface ResourceModel {
   /** Plural, as in the path: `books`. */

@@ -1,28 +1,27 @@
-// Batch (demo contract "Safe retries and atomic writes"; JSON:API atomic operations, OData change
-// sets): `POST {prefix}/batch` runs creates, replaces, modifies and deletes in order, all or
-// nothing, in one transaction of the resources' store. Each operation is the same write as its
-// HTTP request (routes/write.ts) with every check of the route's pipeline that reads the body:
-// authorization, the caller's view of the schema, the schema itself. Local ids (`lid`) name what
-// an earlier create made, wherever an id is expected.
+// Batch (docs/demo-contract.md "Safe retries and atomic writes"; JSON:API atomic operations,
+// OData change sets): `POST {prefix}/batch` runs creates, replaces, modifies and deletes in order,
+// all or nothing, in one transaction of the resources' store. Each operation is the operation core's
+// function its HTTP request calls (operations/), after the checks of the route's pipeline that read
+// the body: authorization, the caller's view of the schema, the schema itself (Operations.checkBody).
+// Local ids (`lid`) name what an earlier create made, wherever an id is expected.
 import type { FastifyRequest, RouteHandlerMethod } from 'fastify'
-import type { ErrorObject, ValidateFunction } from 'ajv'
+import type { ErrorObject } from 'ajv'
 import type { ResourceModel } from '../registry/model.js'
-import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { Fields, Store } from '../stores/store.js'
-import { itemPath, project, singleBody } from '../envelope/index.js'
 import { BodyInvalidError, ForbiddenError, ResourceInvalidError, withInvalidParams } from '../errors.js'
 import type { InvalidParam, ProblemExtras } from '../errors.js'
-import { formatETag, parseTagList, variantTag } from '../http/conditional.js'
+import { parseTagList } from '../http/conditional.js'
 import { keyedTransaction } from '../idempotency.js'
 import { knownKeys, positiveIntegerOr, switchableOptions } from '../options-check.js'
-import { readableFields } from '../query/list-query.js'
-import { callerBodyProblems } from '../rules/write.js'
 import { refusalOf } from '../security/auth.js'
 import { toInvalidParams } from '../validation.js'
-import type { RouteContext } from './context.js'
-import { hiddenVariant } from './item.js'
-import type { WriteHandler } from './write.js'
+import type { OperationContext } from '../operations/context.js'
+import { operationInput } from '../operations/input.js'
+import type { Outcome, Perform } from '../operations/input.js'
+import type { Operations } from '../operations/index.js'
+import { operationTable, writeOperations } from '../operations/table.js'
+import type { WriteOperation } from '../operations/table.js'
 
 export interface BatchOptions {
   /** The most operations one batch may hold. Default 100. */
@@ -39,13 +38,8 @@ export function resolveBatch (value: unknown): ResolvedBatch | null {
   return given === null ? null : Object.freeze({ maxOperations: positiveIntegerOr(given.maxOperations, 'batch.maxOperations', 100) })
 }
 
-export type BatchOp = 'create' | 'replace' | 'modify' | 'delete'
-const ops: readonly BatchOp[] = ['create', 'replace', 'modify', 'delete']
-const methodOf: Readonly<Record<BatchOp, string>> = { create: 'POST', replace: 'PUT', modify: 'PATCH', delete: 'DELETE' }
-const pastOf: Readonly<Record<BatchOp, string>> = { create: 'created', replace: 'replaced', modify: 'modified', delete: 'deleted' }
-
-/** A resource's writes, by operation: those it serves. */
-export type Writes = Partial<Record<BatchOp, WriteHandler>>
+/** A batch holds the writes (operations/table.ts). */
+export type BatchOp = WriteOperation
 
 interface LocalId { readonly lid: string }
 interface Operation {
@@ -74,7 +68,7 @@ function shapeSchema (resources: readonly string[], maxOperations: number): Json
         items: {
           type: 'object',
           properties: {
-            op: { type: 'string', enum: [...ops] },
+            op: { type: 'string', enum: [...writeOperations] },
             resource: { type: 'string', enum: [...resources] },
             id: { anyOf: [{ type: 'string', minLength: 1 }, localIdSchema] },
             lid: lidSchema,
@@ -111,7 +105,7 @@ function inOperation (error: unknown, index: number): unknown {
  * needs and nothing else, every resource is served with that op and kept in the first one's
  * store, every local id is made by an earlier create of the resource where it is used.
  */
-function checkPlan (operations: readonly Operation[], context: RouteContext, writesOf: (model: ResourceModel) => Writes): Store {
+function checkPlan (operations: readonly Operation[], context: OperationContext, core: Operations): Store {
   const made = new Map<string, ResourceModel>()
   const first = context.storeOf(context.models.get(operations[0].resource) as ResourceModel)
   operations.forEach((operation, index) => {
@@ -123,7 +117,7 @@ function checkPlan (operations: readonly Operation[], context: RouteContext, wri
       if (maker === undefined) throw refuse(member, `names no record an earlier create of this batch made (lid '${(value as LocalId).lid}')`)
       if (maker !== target) throw refuse(member, `names one of ${maker.name}, where one of ${target.name} is expected`)
     }
-    if (writesOf(model)[operation.op] === undefined) throw refuse('op', `${model.name} cannot be ${pastOf[operation.op]} here`)
+    if (core.of(model, operation.op) === undefined) throw refuse('op', `${model.name} cannot be ${operationTable[operation.op].past} here`)
     if (context.storeOf(model) !== first) throw refuse('resource', `is kept in another store than ${operations[0].resource}; a batch is one transaction of one store`)
     if (operation.op === 'create') {
       if (operation.id !== undefined) throw refuse('id', 'is set by the server; name the new record with lid')
@@ -146,32 +140,11 @@ function checkPlan (operations: readonly Operation[], context: RouteContext, wri
 }
 
 /** The route handler of `POST {prefix}/batch`; the body is checked here, against the shape and then each operation's schema. */
-export function batchHandler (context: RouteContext, settings: ResolvedBatch, writesOf: (model: ResourceModel) => Writes): RouteHandlerMethod {
+export function batchHandler (context: OperationContext, settings: ResolvedBatch, core: Operations): RouteHandlerMethod {
   const models = [...context.models.values()]
   if (context.models.has('batch')) throw new ResourceInvalidError('batch', 'its path /batch is the batch endpoint\'s; rename the resource or set batch: false')
   const validateShape = context.ajv.compile(shapeSchema(models.map(model => model.name), settings.maxOperations))
   const authorize = context.options.auth?.authorize
-  const validators = new Map<string, ValidateFunction>()
-  const callerChecks = new Map<string, ReturnType<typeof callerBodyProblems>>()
-  const keyOf = (model: ResourceModel, op: BatchOp) => `${op} ${model.name}`
-
-  /**
-   * The route's own validator of this body, found in Ajv by the schema's $id: Fastify compiles
-   * every route's body when the app starts, and a batch runs only operations whose route exists.
-   */
-  function validatorOf (model: ResourceModel, op: Exclude<BatchOp, 'delete'>): ValidateFunction {
-    const key = keyOf(model, op)
-    let validate = validators.get(key)
-    if (validate === undefined) validators.set(key, validate = context.ajv.getSchema(schemaNames(model)[op]) as ValidateFunction)
-    return validate
-  }
-
-  function callerCheckOf (model: ResourceModel, op: Exclude<BatchOp, 'delete'>) {
-    const key = keyOf(model, op)
-    if (!callerChecks.has(key)) callerChecks.set(key, callerBodyProblems(model, op, context))
-    return callerChecks.get(key)
-  }
-
   /** `data` with every local id replaced by the id it stands for, checked as the route checks its body. */
   function dataOf (operation: Operation, model: ResourceModel, principal: unknown, idOf: (value: unknown) => unknown): Fields | null {
     if (operation.op === 'delete') return null
@@ -179,11 +152,7 @@ export function batchHandler (context: RouteContext, settings: ResolvedBatch, wr
     for (const relation of model.relations.values()) {
       if (relation.kind === 'one' && data[relation.field] !== undefined) data[relation.field] = idOf(data[relation.field])
     }
-    const problems = callerCheckOf(model, operation.op)?.(principal, data) ?? null
-    if (problems !== null) throw withInvalidParams(new BodyInvalidError(), problems)
-    const validate = validatorOf(model, operation.op)
-    // Ajv sets `errors` whenever validation fails.
-    if (!validate(data)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validate.errors as ErrorObject[]))
+    core.checkBody(model, operation.op, principal, data)
     return data
   }
 
@@ -192,25 +161,21 @@ export function batchHandler (context: RouteContext, settings: ResolvedBatch, wr
     if (authorize === undefined) return
     const { principal } = request
     const record = op === 'create' ? undefined : (await tx.get(context.views.forCaller(principal)(model), id))?.data ?? null
-    const allowed = await authorize({ principal, resource: model.name, operation: op, method: methodOf[op], id: op === 'create' ? undefined : id, record, request })
+    const allowed = await authorize({ principal, resource: model.name, operation: op, method: operationTable[op].method, id: op === 'create' ? undefined : id, record, request })
     if (allowed !== true) throw new ForbiddenError(refusalOf(op, model))
   }
 
-  /** One operation's result, as the contract words it. */
-  function resultOf (op: BatchOp, model: ResourceModel, outcome: Awaited<ReturnType<WriteHandler>>) {
-    if (outcome.record === null) return { status: 204 }
-    const { record, view } = outcome
-    const etag = formatETag(record.version, variantTag(hiddenVariant(view)))
-    const { data } = singleBody(context.envelope, model, project(record.data, readableFields(view)))
-    return op === 'create'
-      ? { status: 201, location: itemPath(context.envelope, model, String(record.data[model.idField])), etag, data }
-      : { status: 200, etag, data }
+  /** One operation's result, as the contract words it, from the outcome its HTTP request would get. */
+  function resultOf (op: BatchOp, { status, headers, body }: Outcome) {
+    if (status === 204) return { status }
+    const { data } = body as { data: Fields }
+    return op === 'create' ? { status, location: headers.location, etag: headers.etag, data } : { status, etag: headers.etag, data }
   }
 
   return async function runBatch (request: FastifyRequest) {
     if (!validateShape(request.body)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateShape.errors as ErrorObject[]).map(pointer))
     const operations = (request.body as { operations: Operation[] }).operations
-    const store = checkPlan(operations, context, writesOf)
+    const store = checkPlan(operations, context, core)
     const { principal } = request
     const work = async (tx: Store) => {
       const ids = new Map<string, string>()
@@ -223,10 +188,10 @@ export function batchHandler (context: RouteContext, settings: ResolvedBatch, wr
           const preconditions = { ifMatch: parseTagList(operation.ifMatch, 'ifMatch') }
           await checkAuthorized(request, tx, model, operation.op, id)
           const body = dataOf(operation, model, principal, idOf)
-          const write = writesOf(model)[operation.op] as WriteHandler
-          const outcome = await write({ principal, id, body, preconditions, joined: tx })
-          if (operation.lid !== undefined) ids.set(operation.lid, String(outcome.record?.data[model.idField]))
-          results.push(resultOf(operation.op, model, outcome))
+          const write = core.of(model, operation.op) as Perform
+          const outcome = await write(operationInput({ principal, id, body, preconditions, joined: tx }))
+          if (operation.lid !== undefined) ids.set(operation.lid, outcome.created as string)
+          results.push(resultOf(operation.op, outcome))
         } catch (error) {
           throw inOperation(error, index)
         }
@@ -240,7 +205,7 @@ export function batchHandler (context: RouteContext, settings: ResolvedBatch, wr
 }
 
 /** Where a batch runs its Idempotency-Key: in the store of its operations (the first one's; checkPlan refuses others). */
-export function batchStoreOf (context: RouteContext) {
+export function batchStoreOf (context: OperationContext) {
   return (request: FastifyRequest): Store => {
     const operations = (request.body as { operations?: Array<{ resource?: unknown }> } | null)?.operations
     const model = context.models.get(String(operations?.[0]?.resource))

@@ -13,7 +13,7 @@ import { listParameterNames, parameterSchemas } from '../query/parameters.js'
 import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
 import { lidSchema, localIdSchema } from './batch.js'
-import type { RouteContext } from './context.js'
+import type { OperationContext } from '../operations/context.js'
 import { componentHint, componentNames, etagListPattern, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
@@ -37,7 +37,7 @@ export interface SchemaOptions {
 }
 
 /** The schema options of one resource's routes (or of the plugin's other routes, without a model). */
-export function schemaOptionsFor (context: RouteContext, model?: ResourceModel): SchemaOptions {
+export function schemaOptionsFor (context: OperationContext, model?: ResourceModel): SchemaOptions {
   const { options } = context
   return {
     errorFormat: options.errorFormat,
@@ -161,7 +161,7 @@ const writeProse = (options: SchemaOptions, description: string) => options.busi
 // only slow the boot (benchmarks/README.md measured it); openapi/index.ts merges them into the
 // document.
 
-// A collection exists and has no validators of its own (routes/collection.ts, RFC 9110 §13.2.2).
+// A collection exists and has no validators of its own (operations/reads.ts, RFC 9110 §13.2.2).
 const collectionConditions = {
   304: { type: 'null', description: 'Not Modified: If-None-Match is *; no body.', headers: requestId }
 }

@@ -12,14 +12,15 @@ import type { Views } from '../rules/view.js'
 import { produced } from '../http/negotiation.js'
 import { bodyTypes } from '../http/body-types.js'
 import { NotFoundError } from '../errors.js'
-import type { RouteContext } from './context.js'
-import { collectionHandlers, nestedListHandler } from './collection.js'
-import { itemHandlers } from './item.js'
-import { capabilitiesHandler } from './shared.js'
+import type { OperationContext } from '../operations/context.js'
+import { capabilities, nestedList } from '../operations/reads.js'
+import type { Operations } from '../operations/index.js'
+import type { Perform } from '../operations/input.js'
+import { operationTable } from '../operations/table.js'
+import { routeHandler } from './adapter.js'
 import { idempotent } from '../idempotency.js'
 import { batchHandler, batchStoreOf } from './batch.js'
-import type { ResolvedBatch, Writes } from './batch.js'
-import type { Operation } from '../registry/model.js'
+import type { ResolvedBatch } from './batch.js'
 import {
   batchRouteSchema, capabilitiesRouteSchema, createRouteSchema, deleteRouteSchema, listRouteSchema, modifyRouteSchema,
   nestedListRouteSchema, replaceRouteSchema, retrieveRouteSchema, schemaOptionsFor
@@ -69,31 +70,28 @@ export const routeSpecIn = (route: RouteOptions): RouteSpec | undefined => route
 
 type Place = 'collection' | 'item' | 'nested'
 
-/** What an operation is in one place: how a path of that place is served. */
+/** What an operation is in one place: how a path of that place is served (operations/table.ts says the method). */
 interface OperationRow {
   readonly operation: AuthorizedOperation
   readonly method: RouteSpec['method']
   readonly place: Place
-  readonly item?: boolean
-  readonly bodyTypes?: readonly string[]
+  readonly item: boolean
+  readonly bodyTypes: readonly string[]
+}
+
+const row = (operation: AuthorizedOperation, place: Place): OperationRow => {
+  const entry = operationTable[operation]
+  return { operation, method: entry.method, place, item: place === 'item' && operation !== 'capabilities', bodyTypes: entry.body === null ? [] : bodyTypes[entry.body] }
 }
 
 /**
- * Every operation, where it is served and by which method, in registration order (the OpenAPI
- * document lists paths in this order). Adding an operation is a row here plus its handler and
- * schema in `build` below.
+ * Every operation at each place where it is served, in registration order (the OpenAPI document
+ * lists paths in this order): a collection's, a nested collection's, an item's.
  */
 const operations: readonly OperationRow[] = [
-  { operation: 'list', method: 'GET', place: 'collection' },
-  { operation: 'create', method: 'POST', place: 'collection', bodyTypes: bodyTypes.create },
-  { operation: 'capabilities', method: 'OPTIONS', place: 'collection' },
-  { operation: 'list', method: 'GET', place: 'nested' },
-  { operation: 'capabilities', method: 'OPTIONS', place: 'nested' },
-  { operation: 'retrieve', method: 'GET', place: 'item', item: true },
-  { operation: 'replace', method: 'PUT', place: 'item', item: true, bodyTypes: bodyTypes.replace },
-  { operation: 'modify', method: 'PATCH', place: 'item', item: true, bodyTypes: bodyTypes.modify },
-  { operation: 'delete', method: 'DELETE', place: 'item', item: true },
-  { operation: 'capabilities', method: 'OPTIONS', place: 'item' }
+  row('list', 'collection'), row('create', 'collection'), row('capabilities', 'collection'),
+  row('list', 'nested'), row('capabilities', 'nested'),
+  row('retrieve', 'item'), row('replace', 'item'), row('modify', 'item'), row('delete', 'item'), row('capabilities', 'item')
 ]
 
 /** One path of a resource: where it is, whose records it serves, and whose record its `:id` names. */
@@ -122,18 +120,23 @@ const served = (row: OperationRow, at: PathOf) =>
   row.operation === 'capabilities' || at.place === 'nested' || at.resource.operations.has(row.operation)
 
 /** The specs of every resource route, in registration order, and of the batch endpoint after them. */
-export function buildRouteTable (models: readonly ResourceModel[], context: RouteContext): RouteSpec[] {
+export function buildRouteTable (models: readonly ResourceModel[], context: OperationContext, core: Operations): RouteSpec[] {
   const table: RouteSpec[] = []
-  const writes = new Map<ResourceModel, Writes>()
+  const offered = offeredCodings(context)
   for (const model of models) {
-    const collection = collectionHandlers(model, context)
-    const item = itemHandlers(model, context)
+    // A route exists only for an operation the model serves (`served` below).
+    const handle = (operation: keyof Handlers) => routeHandler(core.of(model, operation) as Perform, offered)
     // POST and PATCH are not idempotent by themselves: a client's Idempotency-Key makes them so.
     const store = context.storeOf(model)
     const keyed = (handler: RouteHandlerMethod) => idempotent(handler, () => store, context.options.idempotency)
-    const handlers = { list: collection.list, create: keyed(collection.create), retrieve: item.retrieve, replace: item.replace, modify: keyed(item.modify), delete: item.delete }
-    const all: Writes = { create: collection.createRecord, ...item.writes }
-    writes.set(model, Object.fromEntries(Object.entries(all).filter(([op]) => model.operations.has(op as Operation))))
+    const handlers: Handlers = {
+      list: handle('list'),
+      create: keyed(handle('create')),
+      retrieve: handle('retrieve'),
+      replace: handle('replace'),
+      modify: keyed(handle('modify')),
+      delete: handle('delete')
+    }
     for (const at of pathsOf(model)) {
       const rows = operations.filter(row => row.place === at.place && served(row, at))
       const allow = rows.flatMap(row => row.method === 'GET' ? ['GET', 'HEAD'] : [row.method])
@@ -147,8 +150,8 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Rout
           resource: at.resource,
           store: context.storeOf(at.resource),
           views: context.views,
-          item: row.item === true,
-          bodyTypes: row.bodyTypes ?? [],
+          item: row.item,
+          bodyTypes: row.bodyTypes,
           responseTypes: produced,
           schema,
           handler
@@ -156,12 +159,12 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Rout
       }
     }
   }
-  if (context.options.batch !== null) table.push(batchSpec(models, context, context.options.batch, model => writes.get(model) as Writes))
+  if (context.options.batch !== null) table.push(batchSpec(models, context, context.options.batch, core))
   return table
 }
 
 /** `POST {prefix}/batch`, when the options serve it (routes/batch.ts). */
-function batchSpec (models: readonly ResourceModel[], context: RouteContext, settings: ResolvedBatch, writesOf: (model: ResourceModel) => Writes): RouteSpec {
+function batchSpec (models: readonly ResourceModel[], context: OperationContext, settings: ResolvedBatch, core: Operations): RouteSpec {
   const json = ['application/json']
   return {
     method: 'POST',
@@ -174,27 +177,31 @@ function batchSpec (models: readonly ResourceModel[], context: RouteContext, set
     item: false,
     bodyTypes: json,
     responseTypes: json,
-    schema: batchRouteSchema(models, (model, op) => writesOf(model)[op] !== undefined, settings.maxOperations, schemaOptionsFor(context)),
-    handler: idempotent(batchHandler(context, settings, writesOf), batchStoreOf(context), context.options.idempotency),
+    schema: batchRouteSchema(models, (model, op) => model.operations.has(op), settings.maxOperations, schemaOptionsFor(context)),
+    handler: idempotent(batchHandler(context, settings, core), batchStoreOf(context), context.options.idempotency),
     // Its answers are JSON only (results of several resources have no one XML shape).
     config: { produces: json }
   }
 }
 
+/** The content codings responses are compressed in (http/compression.ts). */
+const offeredCodings = (context: OperationContext) => context.options.compression?.encodings ?? []
+
 type Handlers = Readonly<Record<'list' | 'create' | 'retrieve' | 'replace' | 'modify' | 'delete', RouteHandlerMethod>>
 
 /** The schema and handler of one operation at one path. */
-function build (row: OperationRow, at: PathOf, allow: readonly string[], context: RouteContext, handlers: Handlers) {
+function build (row: OperationRow, at: PathOf, allow: readonly string[], context: OperationContext, handlers: Handlers) {
   const model = at.resource
   const options = schemaOptionsFor(context, model)
+  const offered = offeredCodings(context)
   if (at.place === 'nested') {
     const parent = at.owner as ResourceModel
     const relation = at.relation as RelationModel
     return row.operation === 'list'
-      ? { schema: nestedListRouteSchema(parent, relation, options), handler: nestedListHandler(parent, relation, context) }
+      ? { schema: nestedListRouteSchema(parent, relation, options), handler: routeHandler(nestedList(parent, relation, context), offered) }
       : {
           schema: capabilitiesRouteSchema(parent, [parent.singular, relation.name], allow, options, relation.target),
-          handler: capabilitiesHandler(allow, { views: context.views, collection: relation.target, owner: { model: parent, store: context.storeOf(parent) } })
+          handler: routeHandler(capabilities(allow, context, { collection: relation.target, owner: parent }), offered)
         }
   }
   switch (row.operation) {
@@ -205,8 +212,8 @@ function build (row: OperationRow, at: PathOf, allow: readonly string[], context
     case 'modify': return { schema: modifyRouteSchema(model, options), handler: handlers.modify }
     case 'delete': return { schema: deleteRouteSchema(model, options), handler: handlers.delete }
     case 'capabilities': return at.place === 'collection'
-      ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options, model), handler: capabilitiesHandler(allow, { views: context.views, collection: model }) }
-      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: capabilitiesHandler(allow, { views: context.views, owner: { model, store: context.storeOf(model) } }) }
+      ? { schema: capabilitiesRouteSchema(model, [model.name], allow, options, model), handler: routeHandler(capabilities(allow, context, { collection: model }), offered) }
+      : { schema: capabilitiesRouteSchema(model, [model.singular], allow, options), handler: routeHandler(capabilities(allow, context, { owner: model }), offered) }
   }
 }
 

@@ -7,6 +7,7 @@ import type { ResourceModel } from '../registry/model.js'
 import { ResourceInvalidError } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import type { ApplicationRules, FieldRule, ResourceRules, RowRule, ServerValue, WriteHooks } from './types.js'
+import { keepBounded } from '../bounded.js'
 
 type Principal = unknown
 
@@ -61,9 +62,7 @@ function binder (model: ResourceModel, rule: RowRule<Principal>, where: string):
   const bind = (text: string): BoundRule => {
     let bound = cache.get(text)
     if (bound === undefined) {
-      bound = { text, filter: checkRule(model, text, where) }
-      if (cache.size >= boundCacheLimit) cache.clear()
-      cache.set(text, bound)
+      bound = keepBounded(cache, boundCacheLimit, text, { text, filter: checkRule(model, text, where) })
     }
     return bound
   }

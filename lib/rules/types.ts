@@ -2,8 +2,9 @@
 // sees and changes, the values the server sets, and hooks that run in the write's transaction.
 // `P` is the principal the authentication verifiers return (null when a route has no caller).
 import type { Fields } from '../stores/store.js'
+import type { WriteOperation } from '../operations/table.js'
 
-export type WriteOperation = 'create' | 'replace' | 'modify' | 'delete'
+export type { WriteOperation }
 
 /**
  * Which records a caller may see (or change): a filter in the language clients use, where

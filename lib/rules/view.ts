@@ -5,6 +5,7 @@
 import type { FilterNode } from '../query/filter/ast.js'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import type { ModelRules } from './compile.js'
+import { keepBounded } from '../bounded.js'
 
 type Principal = unknown
 
@@ -59,9 +60,7 @@ export function createViews (models: readonly ResourceModel[], rulesOf: (model: 
     const key = JSON.stringify(ruled.map(model => (shapes.get(model) as Shape).key))
     let set = sets.get(key)
     if (set === undefined) {
-      set = buildSet(models, model => shapes.get(model))
-      if (sets.size >= viewSetLimit) sets.clear()
-      sets.set(key, set)
+      set = keepBounded(sets, viewSetLimit, key, buildSet(models, model => shapes.get(model)))
     }
     const views = set
     return model => views.get(model.base ?? model) as ResourceModel

@@ -8,14 +8,13 @@ import { parseFilter } from '../query/filter/parser.js'
 import { checkFilter } from '../query/filter/check.js'
 import { queryParameters } from '../query/parameters.js'
 import { withTieBreaker } from '../query/list-query.js'
-import { normalizeRecord } from '../routes/shared.js'
 import type { ModelRules } from './compile.js'
 import { createSchema, modifySchema, replaceSchema } from '../registry/derive.js'
 import { toInvalidParams } from '../validation.js'
 import type { ValidateFunction } from '../validation.js'
 import type { ErrorObject } from 'ajv'
 import type { preValidationHookHandler } from 'fastify'
-import type { RouteContext } from '../routes/context.js'
+import type { OperationContext } from '../operations/context.js'
 import type { Transaction, WriteEvent, WriteOperation } from './types.js'
 
 type Principal = unknown
@@ -28,7 +27,7 @@ const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modi
  * exactly as a made-up name is, in the same list as every other problem (no oracle). Undefined
  * for a resource without field rules; the check answers null when the body passes.
  */
-export function callerBodyProblems (model: ResourceModel, operation: keyof typeof bodySchemas, context: RouteContext): ((principal: Principal, body: unknown) => InvalidParam[] | null) | undefined {
+export function callerBodyProblems (model: ResourceModel, operation: keyof typeof bodySchemas, context: OperationContext): ((principal: Principal, body: unknown) => InvalidParam[] | null) | undefined {
   if ((context.rulesOf(model)?.fields.size ?? 0) === 0) return undefined
   const validators = new WeakMap<ResourceModel, ValidateFunction>()
   return function callerBodyProblemsOf (principal, body) {
@@ -42,7 +41,7 @@ export function callerBodyProblems (model: ResourceModel, operation: keyof typeo
 }
 
 /** callerBodyProblems as a route step (pipeline.ts). */
-export function callerBodyCheck (model: ResourceModel, operation: keyof typeof bodySchemas, context: RouteContext): preValidationHookHandler | undefined {
+export function callerBodyCheck (model: ResourceModel, operation: keyof typeof bodySchemas, context: OperationContext): preValidationHookHandler | undefined {
   const problemsOf = callerBodyProblems(model, operation, context)
   if (problemsOf === undefined) return undefined
   return function checkCallerBody (request, _reply, done) {
@@ -131,4 +130,13 @@ export function transactionHandle (tx: Store, store: Store, models: ReadonlyMap<
       return await tx.remove(modelOf(resource), id) === true
     }
   }
+}
+
+/** Optional nullable fields left out are stored as null, so every store returns the same shape. */
+export function normalizeRecord (model: ResourceModel, data: Fields): Fields {
+  const record: Fields = { ...data }
+  for (const field of model.fields.values()) {
+    if (record[field.name] === undefined && field.nullable) record[field.name] = null
+  }
+  return record
 }

@@ -3,7 +3,9 @@
 // 401 with WWW-Authenticate, 403 when the authorization check refuses.
 import { hash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
-import type { Operation, ResourceModel } from '../registry/model.js'
+import type { ResourceModel } from '../registry/model.js'
+import { operationTable } from '../operations/table.js'
+import type { OperationName } from '../operations/table.js'
 import type { Fields, Store } from '../stores/store.js'
 import { ForbiddenError, OptionsInvalidError, UnauthorizedError, withHeaders, withInvalidParams } from '../errors.js'
 import { decodeBase64 } from './base64.js'
@@ -16,8 +18,8 @@ import type { MaybePromise } from './edge.js'
 /** What a verifier answers: the principal, or null/undefined when the credentials are not valid. */
 export type Verified<P> = P | null | undefined | Promise<P | null | undefined>
 
-/** The operations the authorization check is asked about; `capabilities` is OPTIONS (QUERY CAPABILITIES). */
-export type AuthorizedOperation = Operation | 'capabilities'
+/** The operations the authorization check is asked about (operations/table.ts); `capabilities` is OPTIONS (QUERY CAPABILITIES). */
+export type AuthorizedOperation = OperationName
 
 export interface AuthorizationCheck<P = unknown> {
   readonly principal: P
@@ -223,18 +225,8 @@ export function createAuthenticator (auth: ResolvedAuth) {
 
 export type Authenticator = ReturnType<typeof createAuthenticator>
 
-const operationWords: Readonly<Record<AuthorizedOperation, string>> = {
-  list: 'listing',
-  retrieve: 'reading',
-  create: 'creating',
-  replace: 'replacing',
-  modify: 'modifying',
-  delete: 'deleting',
-  capabilities: 'querying the capabilities of'
-}
-
 /** The detail of a 403 from the authorization check. */
-export const refusalOf = (operation: AuthorizedOperation, model: ResourceModel) => `These credentials do not allow ${operationWords[operation]} ${model.name}.`
+export const refusalOf = (operation: AuthorizedOperation, model: ResourceModel) => `These credentials do not allow ${operationTable[operation].gerund} ${model.name}.`
 
 /** A route-level preParsing hook: the authorization check for one resource operation, before the body is read. */
 export function authorizationHook (authorize: NonNullable<AuthOptions['authorize']>, model: ResourceModel, store: Store, views: Views, operation: AuthorizedOperation, item: boolean) {

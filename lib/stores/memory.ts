@@ -175,9 +175,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     const shape = JSON.stringify(filter)
     predicate = predicatesByShape.get(shape)
     if (predicate === undefined) {
-      predicate = compileFor(model, filter)
-      if (predicatesByShape.size >= SHAPES_PER_TABLE) predicatesByShape.clear()
-      predicatesByShape.set(shape, predicate)
+      predicate = keepBounded(predicatesByShape, SHAPES_PER_TABLE, shape, compileFor(model, filter))
     }
     predicates.set(filter, predicate)
     return predicate

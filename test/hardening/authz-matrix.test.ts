@@ -1,4 +1,4 @@
-// Authorization matrix (spec "Authentication" 1–4, 6; demo-service.md
+// Authorization matrix (spec "Authentication" 1–4, 6; docs/demo-contract.md
 // API_TOKENS, API_KEYS, ALLOWED_ORIGINS): every route the demo registers, collected with an
 // onRoute hook so a new route cannot escape, × every method it serves × eight credentials ×
 // three origins. The expected status comes from the demo's configuration and the reviews' row
@@ -63,7 +63,7 @@ t.teardown(() => app.close())
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
 type Resources = 'authors' | 'books' | 'reviews'
 /**
- * The demo's resource paths (demo-service.md "Addresses" and "Application rules"): the resource
+ * The demo's resource paths (docs/demo-contract.md "Addresses" and "Application rules"): the resource
  * written there (or, with `item`, the one whose `:id` is in the path: a nested collection's parent).
  */
 const resourcePaths: Readonly<Record<string, { readonly resources: Resources, readonly item: boolean }>> = {
@@ -83,7 +83,7 @@ function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'bat
   if (!route.url.startsWith('/v1')) return 'host'
   if (route.options.config?.public === true) return 'public'
   if (Object.hasOwn(resourcePaths, route.url)) return 'resource'
-  // demo-service.md "Safe retries and atomic writes": each operation is authorized as its own request.
+  // docs/demo-contract.md "Safe retries and atomic writes": each operation is authorized as its own request.
   if (route.url === '/v1/batch' && route.method === 'POST') return 'batch'
   // The hidden `OPTIONS /v1*` (security/cors.ts), there so that preflights to any path find a route.
   if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'

@@ -1,4 +1,4 @@
-// Faults (demo-service.md "SIGTERM/SIGINT close the server gracefully"; spec "Errors": 503 while
+// Faults (docs/demo-contract.md "SIGTERM/SIGINT close the server gracefully"; spec "Errors": 503 while
 // the database is away): SIGTERM to the started demo under load; kill -9 to the demo on the embedded
 // store in the middle of creates and modifies, then a restart on the same DATA_DIR; and the
 // PostgreSQL server going away and coming back mid-load, through a TCP proxy in this test (the

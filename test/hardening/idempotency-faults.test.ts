@@ -1,4 +1,4 @@
-// Idempotency-Key proved by faults (demo-service.md "Safe retries and atomic writes": the replay
+// Idempotency-Key proved by faults (docs/demo-contract.md "Safe retries and atomic writes": the replay
 // "holds across restarts (PGlite, PostgreSQL) and across instances sharing a database"), with the
 // demo started as `npm start` starts it, as child processes:
 // - kill -9 in the middle of 40 keyed creates (or 40 keyed batches, each an author and two books

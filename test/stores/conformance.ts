@@ -65,7 +65,7 @@ export function suiteModels (store: Store): Models {
   return { authors, books }
 }
 
-// As the routes store them (routes/shared.ts normalizeRecord): optional nullable fields null, optional non-nullable ones absent.
+// As the routes store them (rules/write.ts normalizeRecord): optional nullable fields null, optional non-nullable ones absent.
 // Date-times arrive with offsets and more digits than milliseconds; PUBLISHED is how every store keeps them.
 export const AUTHORS: readonly Fields[] = [
   { id: 'a1', name: 'Ann', born: '1950-03-01', country: 'NZ' },

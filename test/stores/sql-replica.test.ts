@@ -1,4 +1,4 @@
-// Read replicas (docs/stores.md "Read replicas"; demo-service.md "Many instances"): with
+// Read replicas (docs/stores.md "Read replicas"; docs/demo-contract.md "Many instances"): with
 // DATABASE_URL and DATABASE_READ_URL (.ci/replica.sh), reads go to the replica, a writer reads its
 // own writes while other callers still see the replica's state, a replica lagging too far or down
 // is skipped without a failed request, and it serves again by itself. Each test has its own schema.

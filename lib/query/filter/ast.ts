@@ -25,7 +25,7 @@ export interface FieldRef {
   readonly type?: 'datetime'
 }
 
-/** A function call returning a value (functions.ts: names, parameters, result types). */
+/** A function call returning a value (FUNCTIONS below: names, parameters, result types). */
 export interface ValueCall { readonly kind: 'call', readonly name: CallName, readonly args: readonly Operand[] }
 
 export type CallName = 'tolower' | 'toupper' | 'trim' | 'concat' | 'substring' | 'length' | 'indexof' | 'year' | 'month' | 'day' | 'now'

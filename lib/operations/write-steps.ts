@@ -1,53 +1,15 @@
 // The steps every write of a resource shares (docs/rules.md): one transaction when its rules need
-// one, the caller's views, the check that a record is the caller's to change, and the hooks. A
-// write reads its request only through a WriteInput, so that an HTTP request and one operation of
-// a batch (routes/batch.ts) are the same write.
-import type { FastifyRequest } from 'fastify'
+// one, the caller's views, the check that a record is the caller's to change, and the hooks.
 import type { ResourceModel } from '../registry/model.js'
 import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import { ForbiddenError } from '../errors.js'
-import { keyedTransaction } from '../idempotency.js'
 import { missingRelatedError } from '../stores/referential.js'
 import { transactionHandle, writeEvent } from '../rules/write.js'
-import type { WriteOperation } from '../rules/types.js'
-import { readPreconditions } from '../http/conditional.js'
-import type { Preconditions } from '../http/conditional.js'
-import type { RouteContext } from './context.js'
+import type { WriteOperation } from './table.js'
+import type { OperationContext } from './context.js'
+import type { OperationInput } from './input.js'
 
-export type WriteSteps = ReturnType<typeof writeSteps>
-
-/** What a write takes from its request. */
-export interface WriteInput {
-  readonly principal: unknown
-  /** The record's id (REPLACE, MODIFY, DELETE); '' for CREATE. */
-  readonly id: string
-  /** The body as validated; null for DELETE. */
-  readonly body: Fields | null
-  readonly preconditions: Preconditions
-  /** A transaction the write joins (an Idempotency-Key's, a batch's); null: its own, if it needs one. */
-  readonly joined: Store | null
-}
-
-/** What a write leaves: the record as stored (null once deleted), and the view the caller reads it through. */
-export interface WriteOutcome {
-  readonly record: StoredRecord | null
-  readonly view: ResourceModel
-}
-
-export type WriteHandler = (input: WriteInput) => Promise<WriteOutcome>
-
-/** The input of an HTTP write. */
-export function writeInputOf (request: FastifyRequest): WriteInput {
-  return {
-    principal: request.principal,
-    id: (request.params as { id?: string }).id ?? '',
-    body: request.body as Fields | null,
-    preconditions: readPreconditions(request.headers),
-    joined: keyedTransaction(request)
-  }
-}
-
-export function writeSteps (model: ResourceModel, context: RouteContext) {
+export function writeSteps (model: ResourceModel, context: OperationContext) {
   const store = context.storeOf(model)
   const rules = context.rulesOf(model)
   const transactional = rules?.transactional === true
@@ -68,7 +30,7 @@ export function writeSteps (model: ResourceModel, context: RouteContext) {
      * `work` in one transaction when rules or hooks take part in the write, else on the store; in
      * the transaction the input joins when it has one.
      */
-    run: <T>(input: WriteInput, work: (tx: Store) => Promise<T>): Promise<T> => {
+    run: <T>(input: Pick<OperationInput, 'joined'>, work: (tx: Store) => Promise<T>): Promise<T> => {
       if (input.joined !== null) return work(input.joined)
       return transactional ? store.transaction(work) : work(store)
     },

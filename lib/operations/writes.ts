@@ -1,19 +1,16 @@
-// Item routes (spec "Operations"): RETRIEVE (HEAD comes from GET), REPLACE, MODIFY, DELETE and
-// OPTIONS on /{resources}/{id}, with conditional requests (RFC 9110 §13) on each.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+// The writes (spec "Operations"): CREATE, REPLACE, MODIFY and DELETE of one resource, each a
+// function of plain inputs to a plain outcome, with every rule applied: the caller's views, row and
+// field rules, server-set values, hooks in the transaction, If-Match (RFC 9110 §13), Prefer return
+// (RFC 7240). An Idempotency-Key's or a batch's transaction is joined through `input.joined`.
 import type { ResourceModel } from '../registry/model.js'
 import { mergedSchema } from '../registry/derive.js'
-import { attachRelated, project, singleBody } from '../envelope/index.js'
-import { checkWritableFields, unwritableFields, withServerValues } from '../rules/write.js'
-import { writeInputOf, writeSteps } from './write.js'
-import type { WriteInput, WriteOutcome } from './write.js'
-import { sendEmpty } from '../idempotency.js'
-import type { Link } from '../envelope/index.js'
-import { parseItemQuery, readableFields, representationVariant } from '../query/list-query.js'
-import type { RawQuery } from '../query/list-query.js'
-import { evaluatePreconditions, formatETag, hasPreconditions, heldETag, readPreconditions, variantTag } from '../http/conditional.js'
-import { acceptedCodings } from '../http/compression.js'
+import { itemPath, project, singleBody } from '../envelope/index.js'
+import { checkWritableFields, normalizeRecord, unwritableFields, withServerValues } from '../rules/write.js'
+import { readableFields, representationVariant } from '../query/list-query.js'
+import { evaluatePreconditions, formatETag, hasPreconditions, unversioned, variantTag } from '../http/conditional.js'
 import type { Preconditions } from '../http/conditional.js'
+import { formatHttpDate } from '../http/dates.js'
+import type { Format } from '../http/negotiation.js'
 import {
   BodyInvalidError, ConflictError, IdMismatchError, NotFoundError, PreconditionFailedError,
   PreconditionRequiredError, withInvalidParams
@@ -23,23 +20,31 @@ import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import { mergePatch } from '../merge-patch.js'
 import { toInvalidParams } from '../validation.js'
 import type { ErrorObject } from 'ajv'
-import type { RouteContext } from './context.js'
-import { normalizeRecord, wantsMinimal, writeHeaders } from './shared.js'
-import { formatVariant } from '../http/negotiation.js'
-import { readRecordOnce } from '../record-once.js'
-import { fetchRelated } from './related.js'
+import type { OperationContext } from './context.js'
+import type { OperationInput, Outcome, Perform } from './input.js'
+import type { WriteOperation } from './table.js'
+import { writeSteps } from './write-steps.js'
 
 /** A PATCH re-reads and re-merges when another write lands between its read and its write. */
 const modifyAttempts = 5
 
-/** The handlers of a resource's items: RETRIEVE, REPLACE, MODIFY and DELETE (routes/table.ts places them). */
-export function itemHandlers (model: ResourceModel, context: RouteContext) {
-  const store = context.storeOf(model)
+/** The representation variant of a record as a caller sees it: its hidden fields, and the format (RFC 9110 §8.8.3). */
+export function recordVariant (view: ResourceModel, format: Format): string {
+  const hidden = view.hidden === undefined ? '' : representationVariant(readableFields(view))
+  return format === 'xml' ? `${hidden}\u0000xml` : hidden
+}
+
+/** ETag, and Last-Modified unless the representation has no one modification time (null). */
+export function validatorHeaders (etag: string, modifiedAt: Date | null): Record<string, string> {
+  return modifiedAt === null ? { etag } : { etag, 'last-modified': formatHttpDate(modifiedAt) }
+}
+
+/** The writes a resource serves, by operation. */
+export function writeOperations (model: ResourceModel, context: OperationContext): Readonly<Record<WriteOperation, Perform>> {
   const steps = writeSteps(model, context)
   const { rules } = steps
   const notFound = (id: string) => new NotFoundError(`${model.singular} ${id}`)
   const requireIfMatch = model.requireIfMatch ?? context.options.requireIfMatch
-  const offeredCodings = context.options.compression?.encodings ?? []
   // Read-only fields besides the id: set by the server (serverValues, hooks, a store of the host's), never by a client.
   const serverOwned = [...model.fields.values()].filter(field => field.readOnly && field.name !== model.idField).map(field => field.name)
   /** What a REPLACE keeps of the stored record: what the client could not have sent (server-owned, or not its to write). */
@@ -51,8 +56,17 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
   const refusal = `You may not change this ${model.singular}.`
   const outOfReach = `This change would put the ${model.singular} out of your reach.`
 
+  /** The answer with the record as written: its validators, Preference-Applied, and the body unless `return=minimal`. */
+  function written (input: OperationInput, record: StoredRecord, view: ResourceModel, status: number, extra?: Record<string, string>): Outcome {
+    const headers = { ...validatorHeaders(formatETag(record.version, variantTag(recordVariant(view, input.format))), record.modifiedAt), ...extra }
+    const preferred = input.returnPreference
+    if (preferred !== undefined) headers['preference-applied'] = `return=${preferred}`
+    if (preferred === 'minimal') return { status: status === 201 ? 201 : 204, headers, body: null }
+    return { status, headers, body: singleBody(context.envelope, model, project(record.data, readableFields(view))) }
+  }
+
   /** Reads the record a write applies to, as the caller sees it, and checks the input's preconditions against it. */
-  async function currentFor (input: WriteInput, tx: Store, view: ResourceModel): Promise<StoredRecord | null> {
+  async function currentFor (input: OperationInput, tx: Store, view: ResourceModel): Promise<StoredRecord | null> {
     const { preconditions, id } = input
     if (requireIfMatch && preconditions.ifMatch === undefined) {
       throw new PreconditionRequiredError('This server requires If-Match on PUT, PATCH and DELETE: send the ETag of the version you read.')
@@ -61,15 +75,6 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     if (record === null && preconditions.ifMatch === undefined) throw notFound(id)
     evaluatePreconditions(preconditions, record === null ? null : { etag: formatETag(record.version, ''), version: record.version, modifiedAt: record.modifiedAt }, false)
     return record
-  }
-
-  /** The answer to an HTTP REPLACE or MODIFY. */
-  function respond (reply: FastifyReply, { record, view }: WriteOutcome) {
-    const stored = record as StoredRecord
-    // The ETag of the representation sent: JSON `"7"`, XML another variant of version 7.
-    writeHeaders(reply, formatETag(stored.version, variantTag(formatVariant(reply.request, hiddenVariant(view)))), stored.modifiedAt)
-    if (wantsMinimal(reply)) return sendEmpty(reply.code(204))
-    return singleBody(context.envelope, model, project(stored.data, readableFields(view)))
   }
 
   /** A write's outcome. Under If-Match, a record deleted since the check fails the precondition too (RFC 9110 §13.1.1). */
@@ -82,34 +87,23 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     return result
   }
 
-  async function retrieveResource (request: FastifyRequest, reply: FastifyReply) {
-    const { id } = request.params as { id: string }
-    const view = steps.view(request.principal)
-    const options = parseItemQuery(view, request.query as RawQuery)
-    const preconditions = readPreconditions(request.headers)
-    const record = await readRecordOnce(request, store, view, id)
-    if (record === null) throw notFound(id)
-    let resource = project(record.data, options.fields)
-    let links: Link[] | undefined
-    let variant = options.variant
-    // The record's own write time, unless related records are part of the representation: their
-    // changes, additions and removals do not move it, so it would answer If-Modified-Since wrongly.
-    let modifiedAt: Date | null = record.modifiedAt
-    if (options.expand.length + options.include.length > 0) {
-      const relations = [...options.expand, ...options.include]
-      const related = attachRelated(context.envelope, view, [resource], options.expand, options.include, await fetchRelated(store, view, [resource], relations))
-      resource = related.items[0]
-      links = related.links
-      // The embedded records have versions of their own: the validator must change with them.
-      variant += JSON.stringify(related)
-      modifiedAt = null
-    }
-    const etag = heldETag(formatETag(record.version, variantTag(formatVariant(request, variant))), preconditions.ifNoneMatch, () => acceptedCodings(request, offeredCodings))
-    writeHeaders(reply, etag, modifiedAt)
-    if (hasPreconditions(preconditions) && evaluatePreconditions(preconditions, { etag, version: record.version, modifiedAt }, true) === 'not-modified') {
-      return reply.code(304).send()
-    }
-    return singleBody(context.envelope, model, resource, links)
+  async function create (input: OperationInput): Promise<Outcome> {
+    evaluatePreconditions(input.preconditions, unversioned, false)
+    const { principal } = input
+    const view = steps.view(principal)
+    const body = input.body as Fields
+    checkWritableFields(rules, principal, body)
+    const id = model.generateId()
+    const data = withServerValues(rules, normalizeRecord(model, { ...body, [model.idField]: id }), 'create', principal, null)
+    const record = await steps.run(input, async tx => {
+      await steps.requireVisibleReferences(tx, principal, data)
+      await steps.before(tx, principal, 'create', id, data, null)
+      const created = await tx.create(model, data)
+      await steps.requireWritable(tx, principal, id, `You may not create this ${model.singular}.`)
+      return await steps.after(tx, principal, 'create', created, id, null) as StoredRecord
+    })
+    const created = String(record.data[model.idField])
+    return { ...written(input, record, view, 201, { location: itemPath(context.envelope, model, created) }), created }
   }
 
   /**
@@ -117,7 +111,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
    * it was made from, again when another write lands in between (unless If-Match named the
    * version), with the rules' checks and hooks around it in one transaction when they need one.
    */
-  async function change (input: WriteInput, operation: 'replace' | 'modify', next: (current: StoredRecord) => Fields): Promise<WriteOutcome> {
+  async function change (input: OperationInput, operation: 'replace' | 'modify', next: (current: StoredRecord) => Fields): Promise<Outcome> {
     const { id, principal, preconditions } = input
     const body = input.body as Fields
     checkIdUnchanged(model, body, id)
@@ -140,14 +134,14 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
       }
       throw new ConflictError(`The resource is being changed by others too often to apply this ${operation === 'modify' ? 'patch' : 'replacement'}; retry.`)
     })
-    return { record, view }
+    return written(input, record, view, 200)
   }
 
-  const replaceRecord = async (input: WriteInput) =>
+  const replace = async (input: OperationInput) =>
     await change(input, 'replace', current => ({ ...keptOf(current, input.principal), ...input.body as Fields, [model.idField]: input.id }))
 
   const validateMerged = context.ajv.compile(mergedSchema(model))
-  const modifyRecord = async (input: WriteInput) => await change(input, 'modify', current => {
+  const modify = async (input: OperationInput) => await change(input, 'modify', current => {
     const merged = mergePatch(current.data, input.body) as Fields
     if (!validateMerged(merged)) {
       // Ajv sets `errors` whenever validation fails.
@@ -156,7 +150,7 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
     return merged
   })
 
-  async function deleteRecord (input: WriteInput): Promise<WriteOutcome> {
+  async function remove (input: OperationInput): Promise<Outcome> {
     const { id, principal, preconditions } = input
     const view = steps.view(principal)
     await steps.run(input, async tx => {
@@ -171,24 +165,10 @@ export function itemHandlers (model: ResourceModel, context: RouteContext) {
       checkWritten(await tx.remove(model, id, how), id, preconditions)
       await steps.after(tx, principal, 'delete', null, id, previous)
     })
-    return { record: null, view }
+    return { status: 204, headers: {}, body: null }
   }
 
-  return {
-    retrieve: retrieveResource,
-    replace: async (request: FastifyRequest, reply: FastifyReply) => respond(reply, await replaceRecord(writeInputOf(request))),
-    modify: async (request: FastifyRequest, reply: FastifyReply) => respond(reply, await modifyRecord(writeInputOf(request))),
-    delete: async function deleteResource (request: FastifyRequest, reply: FastifyReply) {
-      await deleteRecord(writeInputOf(request))
-      return reply.code(204).send()
-    },
-    /** The writes themselves, for a batch's operations (routes/batch.ts). */
-    writes: { replace: replaceRecord, modify: modifyRecord, delete: deleteRecord }
-  }
-}
-/** What sets apart the representations of callers who see different fields: part of the ETag, as RETRIEVE makes it. */
-export function hiddenVariant (view: ResourceModel): string {
-  return view.hidden === undefined ? '' : representationVariant(readableFields(view))
+  return { create, replace, modify, delete: remove }
 }
 
 /** The id is the server's (spec "Shape of data"): a body may repeat it, never change it. */

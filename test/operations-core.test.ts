@@ -1,0 +1,142 @@
+// The operation core (STYLE "Operations are a core, entry points are adapters"): every operation
+// performed through lib/operations without Fastify answers what the HTTP route answers for the
+// same request: the status, the headers the operation decides, and the body (or the problem).
+import t from 'tap'
+import type { Test } from 'tap'
+import type { InjectOptions } from 'fastify'
+import { memoryStore } from '../lib/index.js'
+import { resolveOptions } from '../lib/options.js'
+import { buildRegistry } from '../lib/registry/index.js'
+import { assignStores } from '../lib/operations/stores.js'
+import { createOperationContext } from '../lib/operations/context.js'
+import { createOperations } from '../lib/operations/index.js'
+import { operationInput } from '../lib/operations/input.js'
+import type { OperationInput, Outcome } from '../lib/operations/input.js'
+import type { ResourceOperation } from '../lib/operations/table.js'
+import { parseTagList } from '../lib/http/conditional.js'
+import { demoResources } from '../demo/schemas/index.js'
+import { buildApp, json, seed, testClock } from './helpers/app.js'
+
+const secret = 'a-test-secret-of-enough-length'
+
+/** An app over a memory store, and the core of the same options over the same store, without a server. */
+async function setup (t: Test) {
+  const clock = testClock()
+  const store = memoryStore({ now: clock.now })
+  const app = await buildApp(t, { store, clock })
+  const options = resolveOptions({ cursorSecret: secret, resources: demoResources(store) })
+  const models = buildRegistry(options.resources)
+  const logged: unknown[] = []
+  const core = createOperations(createOperationContext(options, models, assignStores(options.resources, models), '/v1'), { error: details => logged.push(details) }, '/v1/problems/')
+  return { app, core, clock, seeded: await seed(app), logged }
+}
+
+// Sealed paging tokens carry a random nonce: equal positions, different texts.
+const withoutTokens = (value: unknown) => JSON.parse(JSON.stringify(value).replace(/token=[\w-]+/g, 'token=…').replace(/"token":"[\w-]+"/g, '"token":"…"'))
+
+/** What a client sees of an HTTP answer, in the outcome's terms: the headers an operation decides, and the parsed body. */
+function answerOf (res: { statusCode: number, headers: Record<string, unknown>, body: string }, names: readonly string[]) {
+  const headers = Object.fromEntries(names.filter(name => res.headers[name] !== undefined).map(name => [name, res.headers[name]]))
+  return { status: res.statusCode, headers, body: res.body === '' ? null : withoutTokens(JSON.parse(res.body)) }
+}
+
+const decided = ['etag', 'last-modified', 'location', 'preference-applied', 'allow', 'content-type'] as const
+function outcomeOf (outcome: Outcome) {
+  const headers = { ...outcome.headers }
+  // The route's serializer adds the content type of a body; an outcome names only a problem's.
+  if (outcome.body !== null && headers['content-type'] === undefined) headers['content-type'] = 'application/json; charset=utf-8'
+  return { status: outcome.status, headers, body: outcome.body === null ? null : withoutTokens(outcome.body) }
+}
+
+interface Case {
+  readonly name: string
+  readonly http: InjectOptions
+  readonly resource: string
+  readonly operation: ResourceOperation
+  readonly input: Partial<OperationInput>
+  /** The two runs write different records: their ids differ, and nothing else. */
+  readonly newId?: boolean
+  /** The two runs write one record in turn: HTTP's answer names the version after the core's. */
+  readonly again?: boolean
+}
+
+t.test('every operation through the core answers what its HTTP route answers', async t => {
+  const { app, core, seeded, clock, logged } = await setup(t)
+  clock.advance(1000)
+  const [dispossessed, leftHand, owls, solaris] = seeded.books
+  const author = seeded.authors[0]
+  const missing = '018cc251-f400-7000-8000-0000000000ff'
+  const etagOf = async (id: string) => (await app.inject({ url: `/v1/books/${id}` })).headers.etag as string
+  const stale = '"9.stale"'
+  const cases: Case[] = [
+    { name: 'LIST', http: { method: 'GET', url: '/v1/books?sort=-year&pageSize=2&fields=title,year' }, resource: 'books', operation: 'list', input: { query: { sort: '-year', pageSize: '2', fields: 'title,year' } } },
+    { name: 'LIST filtered, with total and expand', http: { method: 'GET', url: '/v1/books?filter=year%20lt%201970&total=true&expand=author' }, resource: 'books', operation: 'list', input: { query: { filter: 'year lt 1970', total: 'true', expand: 'author' } } },
+    { name: 'LIST refused: a bad filter', http: { method: 'GET', url: '/v1/books?filter=year%20lt' }, resource: 'books', operation: 'list', input: { query: { filter: 'year lt' } } },
+    { name: 'LIST, If-None-Match: *', http: { method: 'GET', url: '/v1/authors', headers: { 'if-none-match': '*' } }, resource: 'authors', operation: 'list', input: { preconditions: { ifNoneMatch: parseTagList('*', 'If-None-Match') } } },
+    { name: 'RETRIEVE', http: { method: 'GET', url: `/v1/books/${dispossessed.id}?include=author` }, resource: 'books', operation: 'retrieve', input: { id: dispossessed.id, query: { include: 'author' } } },
+    { name: 'RETRIEVE, not modified', http: { method: 'GET', url: `/v1/books/${leftHand.id}`, headers: { 'if-none-match': await etagOf(leftHand.id) } }, resource: 'books', operation: 'retrieve', input: { id: leftHand.id, preconditions: { ifNoneMatch: parseTagList(await etagOf(leftHand.id), 'If-None-Match') } } },
+    { name: 'RETRIEVE, none there', http: { method: 'GET', url: `/v1/books/${missing}` }, resource: 'books', operation: 'retrieve', input: { id: missing } },
+    { name: 'CREATE', http: { method: 'POST', url: '/v1/books', headers: json, payload: { title: 'Made', authorId: author.id, year: 2001 } }, resource: 'books', operation: 'create', input: { body: { title: 'Made', authorId: author.id, year: 2001 } }, newId: true },
+    { name: 'CREATE, return=minimal', http: { method: 'POST', url: '/v1/authors', headers: { ...json, prefer: 'return=minimal' }, payload: { name: 'Minimal' } }, resource: 'authors', operation: 'create', input: { body: { name: 'Minimal' }, returnPreference: 'minimal' }, newId: true },
+    { name: 'CREATE refused: the schema', http: { method: 'POST', url: '/v1/books', headers: json, payload: { title: '', authorId: author.id, colour: 'red' } }, resource: 'books', operation: 'create', input: { body: { title: '', authorId: author.id, colour: 'red' } } },
+    { name: 'CREATE refused: an unknown author', http: { method: 'POST', url: '/v1/books', headers: json, payload: { title: 'Orphan', authorId: missing } }, resource: 'books', operation: 'create', input: { body: { title: 'Orphan', authorId: missing } } },
+    { name: 'MODIFY', again: true, http: { method: 'PATCH', url: `/v1/books/${owls.id}`, headers: json, payload: { rating: 3.5 } }, resource: 'books', operation: 'modify', input: { id: owls.id, body: { rating: 3.5 } } },
+    { name: 'MODIFY, a stale If-Match', http: { method: 'PATCH', url: `/v1/books/${owls.id}`, headers: { ...json, 'if-match': stale }, payload: { rating: 1 } }, resource: 'books', operation: 'modify', input: { id: owls.id, body: { rating: 1 }, preconditions: { ifMatch: parseTagList(stale, 'If-Match') } } },
+    { name: 'REPLACE, return=minimal', again: true, http: { method: 'PUT', url: `/v1/books/${solaris.id}`, headers: { ...json, prefer: 'return=minimal' }, payload: { title: 'Solaris', authorId: seeded.authors[2].id } }, resource: 'books', operation: 'replace', input: { id: solaris.id, body: { title: 'Solaris', authorId: seeded.authors[2].id }, returnPreference: 'minimal' } },
+    { name: 'REPLACE refused: another id in the body', http: { method: 'PUT', url: `/v1/books/${solaris.id}`, headers: json, payload: { id: missing, title: 'Solaris', authorId: seeded.authors[2].id } }, resource: 'books', operation: 'replace', input: { id: solaris.id, body: { id: missing, title: 'Solaris', authorId: seeded.authors[2].id } } },
+    { name: 'DELETE refused: the author has books', http: { method: 'DELETE', url: `/v1/authors/${author.id}` }, resource: 'authors', operation: 'delete', input: { id: author.id } },
+    { name: 'DELETE, none there', http: { method: 'DELETE', url: `/v1/books/${missing}` }, resource: 'books', operation: 'delete', input: { id: missing } }
+  ]
+  for (const c of cases) {
+    // Each side writes what it writes in the same second of the clock, so validators agree.
+    const viaCore = outcomeOf(await core.perform(c.resource, c.operation, operationInput({ principal: null, ...c.input })))
+    const viaHttp = answerOf(await app.inject(c.http) as unknown as { statusCode: number, headers: Record<string, unknown>, body: string }, decided)
+    if (c.newId === true) {
+      // The records the two runs made differ by their ids only.
+      const idOf = (location: unknown) => String(location).split('/').pop() as string
+      const coreId = idOf(viaCore.headers.location)
+      const httpId = idOf(viaHttp.headers.location)
+      t.not(coreId, httpId, `${c.name}: two records were made`)
+      t.same(JSON.parse(JSON.stringify(viaCore).replaceAll(coreId, 'ID')), JSON.parse(JSON.stringify(viaHttp).replaceAll(httpId, 'ID')), c.name)
+    } else if (c.again === true) {
+      const next = String(viaCore.headers.etag).replace(/^"(\d+)/, (_, version: string) => `"${Number(version) + 1}`)
+      t.same({ ...viaCore, headers: { ...viaCore.headers, etag: next } }, viaHttp, c.name)
+    } else {
+      t.same(viaCore, viaHttp, c.name)
+    }
+  }
+  // The MODIFY and REPLACE above ran twice: through the core first, then HTTP (versions 2 and 3).
+  t.equal((await app.inject({ url: `/v1/books/${owls.id}` })).headers.etag, '"3"')
+  t.same(logged, [], 'nothing failed on the server')
+})
+
+t.test('DELETE through the core removes what HTTP then cannot find', async t => {
+  const { app, core, seeded } = await setup(t)
+  const [book] = seeded.books
+  const outcome = await core.perform('books', 'delete', operationInput({ principal: null, id: book.id }))
+  t.same(outcome, { status: 204, headers: {}, body: null })
+  t.equal((await app.inject({ url: `/v1/books/${book.id}` })).statusCode, 404)
+})
+
+t.test('an unknown resource, and an operation a resource does not serve, are the routes\' 404 and 405', async t => {
+  const store = memoryStore()
+  const options = resolveOptions({ cursorSecret: secret, resources: demoResources(store).map(resource => resource.name === 'authors' ? { ...resource, operations: ['list', 'retrieve'] } : resource) })
+  const models = buildRegistry(options.resources)
+  const core = createOperations(createOperationContext(options, models, assignStores(options.resources, models), '/v1'), { error () {} }, '/v1/problems/')
+  t.match(await core.perform('planets', 'list', operationInput({ principal: null })), { status: 404, headers: { 'content-type': 'application/problem+json; charset=utf-8' }, body: { status: 404, instance: '/v1/planets' } })
+  t.match(await core.perform('authors', 'delete', operationInput({ principal: null, id: 'x' })), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { status: 405, instance: '/v1/authors/x' } })
+  t.match(await core.perform('authors', 'create', operationInput({ principal: null, body: { name: 'N' } })), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { instance: '/v1/authors' } })
+})
+
+t.test('a server error through the core is logged and answered as the generic 500', async t => {
+  const store = memoryStore()
+  const options = resolveOptions({ cursorSecret: secret, resources: demoResources(store) })
+  const models = buildRegistry(options.resources)
+  const failing = { ...store, get: async () => { throw new Error('the disk is on fire') } }
+  const logged: unknown[] = []
+  const core = createOperations(createOperationContext(options, models, () => failing, '/v1'), { error: details => logged.push(details) }, '/v1/problems/')
+  const outcome = await core.perform('books', 'retrieve', operationInput({ principal: null, id: 'x' }))
+  t.match(outcome, { status: 500, body: { status: 500, detail: String } })
+  t.notMatch(JSON.stringify(outcome.body), /fire/, 'the cause is not echoed')
+  t.equal(logged.length, 1, 'and it is logged')
+})
