@@ -3,6 +3,7 @@
 // four reviews. It is written as a client writes, through the plugin's routes, so every rule of the
 // demo holds: reviews belong to their users and the books' reviewCount and averageRating are
 // counted by the reviews' hooks.
+import { randomBytes } from 'node:crypto'
 import Fastify from 'fastify'
 import apiConventions, { defineAuth } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
@@ -66,7 +67,8 @@ export async function seedWhenEmpty (store: Store): Promise<SeedOutcome> {
   const auth = defineAuth<DemoPrincipal>({ bearer: user => ({ id: `sample:${user}`, right: 'admin', user }) })
   const app = Fastify()
   try {
-    await app.register(apiConventions, { resources, auth, idempotency: false })
+    // A key of its own: this app hands out no paging link that must outlive it (and so warns of none).
+    await app.register(apiConventions, { resources, auth, idempotency: false, cursorSecret: randomBytes(32).toString('base64url') })
     const as = (user: string) => ({ authorization: `Bearer ${user}` })
     const authors = await app.inject({ url: '/authors?pageSize=1&fields=id', headers: as(curator) })
     if (authors.statusCode !== 200) throw failed('GET /authors', authors)
