@@ -7,9 +7,9 @@
 // Usage, after `npx tsc -p benchmarks/tsconfig.json`: node dist/benchmarks/ablation.js [--http] [--quick] [--cases retrieve,create]
 import type { FastifyInstance } from 'fastify'
 import { buildBaselineApp } from './baseline.js'
-import { cases, commonHeaders } from './cases.js'
+import { cases } from './cases.js'
 import type { BenchCase } from './cases.js'
-import { load, median, startServer } from './harness.js'
+import { cpuPerRequest, load, median, startServer } from './harness.js'
 import type { Server } from './harness.js'
 import { ablations, benchConfig, buildPluginApp, seededMemoryStore } from './server.js'
 
@@ -22,22 +22,6 @@ const measured = cases.filter(c => c.tokenDepth === undefined && c.keyed !== tru
 export interface AblationResult {
   /** Median microseconds per request, by case then variant. */
   readonly micros: Readonly<Record<string, Readonly<Record<string, number>>>>
-}
-
-async function perRequest (app: FastifyInstance, benchCase: BenchCase, count: number): Promise<number> {
-  const request = {
-    method: benchCase.method,
-    url: benchCase.path,
-    headers: { ...commonHeaders, ...benchCase.headers },
-    payload: benchCase.body === undefined ? undefined : JSON.stringify(benchCase.body)
-  }
-  const start = process.cpuUsage()
-  for (let i = 0; i < count; i++) {
-    const response = await app.inject(request)
-    if (response.statusCode !== benchCase.status) throw new Error(`${benchCase.name}: ${response.statusCode} ${response.body}`)
-  }
-  const used = process.cpuUsage(start)
-  return (used.user + used.system) / count
 }
 
 /** Median of each variant's samples, printed as one line of the case. */
@@ -58,9 +42,9 @@ async function inProcess (rounds: number, count: number): Promise<AblationResult
   const micros: Record<string, Record<string, number>> = {}
   for (const benchCase of measured) {
     const samples = new Map<string, number[]>([...apps.keys()].map(name => [name, []]))
-    for (const app of apps.values()) await perRequest(app, benchCase, count / 3)
+    for (const app of apps.values()) await cpuPerRequest(app, benchCase, count / 3)
     for (let round = 0; round < rounds; round++) {
-      for (const [name, app] of apps) samples.get(name)?.push(await perRequest(app, benchCase, count))
+      for (const [name, app] of apps) samples.get(name)?.push(await cpuPerRequest(app, benchCase, count))
     }
     micros[benchCase.name] = report(benchCase, samples)
   }

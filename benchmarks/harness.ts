@@ -10,6 +10,7 @@ import autocannon from 'autocannon'
 import { commonHeaders } from './cases.js'
 import { hasWrk, wrkLoad } from './wrk.js'
 import type { BenchCase, StoreKind } from './cases.js'
+import type { FastifyInstance } from 'fastify'
 
 /** A compiled script beside this one (dist/benchmarks/). */
 /** The median of a run's rounds (this machine is noisy: every figure quoted is one). */
@@ -222,4 +223,21 @@ export async function loadRequest (server: Server, request: LoadRequest, seconds
 
 export async function load (server: Server, path: string, benchCase: BenchCase, seconds: number, connections: number): Promise<Measurement> {
   return await loadRequest(server, caseRequest(benchCase, path), seconds, connections)
+}
+
+/** Microseconds of this process's CPU per request of `benchCase`, served `count` times through `inject` (no sockets). */
+export async function cpuPerRequest (app: FastifyInstance, benchCase: BenchCase, count: number): Promise<number> {
+  const request = {
+    method: benchCase.method,
+    url: benchCase.path,
+    headers: { ...commonHeaders, ...benchCase.headers },
+    payload: benchCase.body === undefined ? undefined : JSON.stringify(benchCase.body)
+  }
+  const start = process.cpuUsage()
+  for (let i = 0; i < count; i++) {
+    const response = await app.inject(request)
+    if (response.statusCode !== benchCase.status) throw new Error(`${benchCase.name}: ${response.statusCode} ${response.body}`)
+  }
+  const used = process.cpuUsage(start)
+  return (used.user + used.system) / count
 }

@@ -6,9 +6,8 @@
 // Usage, after `npx tsc -p benchmarks/tsconfig.json`: node dist/benchmarks/tracing.js [--sdk] [--quick]
 import type { FastifyInstance } from 'fastify'
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
-import { cases, commonHeaders } from './cases.js'
-import type { BenchCase } from './cases.js'
-import { median } from './harness.js'
+import { cases } from './cases.js'
+import { cpuPerRequest, median } from './harness.js'
 import { benchConfig, buildPluginApp, seededMemoryStore } from './server.js'
 
 const quick = process.argv.includes('--quick')
@@ -16,17 +15,6 @@ const withSdk = process.argv.includes('--sdk')
 if (withSdk) {
   const dropping = { export: (_spans: unknown[], done: (result: { code: 0 }) => void) => done({ code: 0 }), shutdown: async () => {} }
   new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] }).register()
-}
-
-async function perRequest (app: FastifyInstance, benchCase: BenchCase, count: number): Promise<number> {
-  const request = { method: benchCase.method, url: benchCase.path, headers: { ...commonHeaders, ...benchCase.headers } }
-  const start = process.cpuUsage()
-  for (let i = 0; i < count; i++) {
-    const response = await app.inject(request)
-    if (response.statusCode !== benchCase.status) throw new Error(`${benchCase.name}: ${response.statusCode} ${response.body}`)
-  }
-  const used = process.cpuUsage(start)
-  return (used.user + used.system) / count
 }
 
 const rounds = quick ? 4 : 20
@@ -38,11 +26,11 @@ for (const [name, tracing] of [['tracing on', true], ['tracing off', false]] as 
 }
 for (const benchCase of cases.filter(c => c.name === 'retrieve' || c.name === 'list-20')) {
   const samples = new Map<string, number[]>([...apps.keys()].map(name => [name, []]))
-  for (const app of apps.values()) await perRequest(app, benchCase, count)
+  for (const app of apps.values()) await cpuPerRequest(app, benchCase, count)
   // Which goes first alternates: the one after inherits the other's garbage.
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? [...apps] : [...apps].reverse()
-    for (const [name, app] of order) samples.get(name)?.push(await perRequest(app, benchCase, count))
+    for (const [name, app] of order) samples.get(name)?.push(await cpuPerRequest(app, benchCase, count))
   }
   const [on, off] = [median(samples.get('tracing on') ?? []), median(samples.get('tracing off') ?? [])]
   process.stdout.write(`${benchCase.name.padEnd(10)} ${withSdk ? 'SDK' : 'no SDK'}: tracing on ${on.toFixed(1)} µs, off ${off.toFixed(1)} µs (${(on - off).toFixed(1)} µs, ×${(on / off).toFixed(3)}; medians of ${rounds} rounds of ${count})\n`)
