@@ -6,8 +6,9 @@ import type { FastifyInstance, onRequestHookHandler, onResponseHookHandler, onSe
 import { enterRequestScope, routesReadsByCaller } from './request-scope.js'
 import type { ResolvedOptions } from './options.js'
 import type { ResourceModel } from './registry/model.js'
-import { namesRecord, refuseEmptyId, routeSpecIn } from './routes/table.js'
-import type { RouteSpec } from './routes/table.js'
+import { namesRecord, refuseEmptyId } from './routes/table.js'
+import { routeSpecIn } from './route-spec.js'
+import type { RouteSpec } from './route-spec.js'
 import { requireBodyType } from './http/body-types.js'
 import { checkCharset, createResponseFormats, formatParsers } from './formats/index.js'
 import type { BodyParser } from './formats/index.js'
@@ -116,7 +117,7 @@ export function buildPipeline (app: FastifyInstance, options: ResolvedOptions, m
       { name: 'authorization', phase: 'preParsing', hookFor: authorizationFor(options) },
       { name: 'storableText', phase: 'preValidation', hookFor: route => mayHaveBody(route) ? checkStorableText : undefined },
       // Before the route's validation: fields the caller may not read are unknown names to it.
-      { name: 'callerBody', phase: 'preValidation', hookFor: (_route, spec) => spec?.resource == null || !bodyWrites.has(spec.operation) ? undefined : callerBodyCheck(spec.resource, spec.operation as BodyWrite, context) },
+      { name: 'callerBody', phase: 'preValidation', hookFor: (_route, spec) => spec?.resource == null || !bodyWrites.has(spec.operation) ? undefined : callerBodyCheck(spec.resource, spec.operation as BodyWrite, { rules: context.rulesOf(spec.resource), views: context.views, ajv: context.ajv }) },
       { name: 'auditLog', phase: 'onResponse', hookFor: auditLogOf },
       { name: 'metrics', phase: 'onResponse', hookFor: route => options.metrics?.observerFor(route) }
     ]

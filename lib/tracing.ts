@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest, onRequestHookHandler, onResponseHook
 import { OptionsInvalidError } from './errors.js'
 import { findOptional, importOptional } from './optional.js'
 import { knownKeys, refuseUnknownKeys } from './options-check.js'
-import type { RouteOperation } from './routes/table.js'
+import type { RouteOperation } from './route-spec.js'
 import { kSpan, kStatementTracer } from './symbols.js'
 
 type OpenTelemetry = typeof import('@opentelemetry/api')

@@ -4,7 +4,7 @@
 // route whose operation the matrix does not know fails it, so a new route cannot escape the rules.
 import t from 'tap'
 import type { RouteOptions } from 'fastify'
-import type { RouteSpec } from '../lib/routes/table.js'
+import type { RouteSpec } from '../lib/route-spec.js'
 import { as, asJson, build } from './helpers/rules-app.js'
 
 interface Route { readonly method: string, readonly url: string, readonly spec: RouteSpec }

@@ -55,7 +55,7 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
   }
   function checkBody (model: ResourceModel, operation: BodyWrite, principal: unknown, body: unknown): void {
     const key = `${operation} ${model.name}`
-    if (!callerChecks.has(key)) callerChecks.set(key, callerBodyProblems(model, operation, context))
+    if (!callerChecks.has(key)) callerChecks.set(key, callerBodyProblems(model, operation, { rules: context.rulesOf(model), views: context.views, ajv: context.ajv }))
     const problems = callerChecks.get(key)?.(principal, body) ?? null
     if (problems !== null) throw withInvalidParams(new BodyInvalidError(), problems)
     const validate = validatorOf(model, operation)

@@ -14,12 +14,20 @@ import { toInvalidParams } from '../validation.js'
 import type { ValidateFunction } from '../validation.js'
 import type { ErrorObject } from 'ajv'
 import type { preValidationHookHandler } from 'fastify'
-import type { OperationContext } from '../operations/context.js'
+import type { Ajv } from 'ajv'
+import type { Views } from './view.js'
 import type { Transaction, WriteEvent, WriteOperation } from './types.js'
 
 type Principal = unknown
 
 const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
+
+/** What the caller's body check reads: the resource's rules, the callers' views, and the Ajv that compiles. */
+export interface CallerBodyContext {
+  readonly rules: ModelRules | null
+  readonly views: Views
+  readonly ajv: Ajv
+}
 
 /**
  * The body of a write, validated against the caller's view of the schema before the route's own
@@ -27,21 +35,21 @@ const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modi
  * exactly as a made-up name is, in the same list as every other problem (no oracle). Undefined
  * for a resource without field rules; the check answers null when the body passes.
  */
-export function callerBodyProblems (model: ResourceModel, operation: keyof typeof bodySchemas, context: OperationContext): ((principal: Principal, body: unknown) => InvalidParam[] | null) | undefined {
-  if ((context.rulesOf(model)?.fields.size ?? 0) === 0) return undefined
+export function callerBodyProblems (model: ResourceModel, operation: keyof typeof bodySchemas, { rules, views, ajv }: CallerBodyContext): ((principal: Principal, body: unknown) => InvalidParam[] | null) | undefined {
+  if ((rules?.fields.size ?? 0) === 0) return undefined
   const validators = new WeakMap<ResourceModel, ValidateFunction>()
   return function callerBodyProblemsOf (principal, body) {
-    const view = context.views.forCaller(principal)(model)
+    const view = views.forCaller(principal)(model)
     if (view.hidden === undefined) return null
     let validate = validators.get(view)
-    if (validate === undefined) validators.set(view, validate = context.ajv.compile(bodySchemas[operation](view)))
+    if (validate === undefined) validators.set(view, validate = ajv.compile(bodySchemas[operation](view)))
     // Ajv sets `errors` whenever validation fails.
     return validate(body) ? null : toInvalidParams(validate.errors as ErrorObject[])
   }
 }
 
 /** callerBodyProblems as a route step (pipeline.ts). */
-export function callerBodyCheck (model: ResourceModel, operation: keyof typeof bodySchemas, context: OperationContext): preValidationHookHandler | undefined {
+export function callerBodyCheck (model: ResourceModel, operation: keyof typeof bodySchemas, context: CallerBodyContext): preValidationHookHandler | undefined {
   const problemsOf = callerBodyProblems(model, operation, context)
   if (problemsOf === undefined) return undefined
   return function checkCallerBody (request, _reply, done) {

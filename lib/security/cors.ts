@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, OptionsInvalidError, withInvalidParams } from '../errors.js'
 import { auditHeaderNames } from './audit-headers.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
-import { routeSpecOf } from '../routes/table.js'
+import { routeSpecOf } from '../route-spec.js'
 
 export interface CorsOptions {
   /** Origins allowed in `Origin`, e.g. `https://app.example.com`; `*` is refused. Default: none. */

@@ -4,7 +4,7 @@
 // among the other steps is pipeline.ts's.
 import type { FastifyReply, FastifyRequest, RequestPayload, RouteOptions } from 'fastify'
 import type { ResolvedOptions } from '../options.js'
-import type { RouteSpec } from '../routes/table.js'
+import type { RouteSpec } from '../route-spec.js'
 import type { Store } from '../stores/store.js'
 import { authorizationHook, createAuthenticator } from './auth.js'
 import type { Views } from '../rules/view.js'
