@@ -39,8 +39,10 @@ class Shared {
     const key = JSON.stringify(value)
     let named = this.#names.get(key)
     if (named === undefined) {
-      named = name
-      for (let n = 2; this.entries[named] !== undefined; n++) named = `${name}.${n}`
+      // OpenAPI 3.1 §4.8.7.1: a component's key matches ^[a-zA-Z0-9._-]+$ (an OData `$top` is `_top`).
+      named = name.replace(/[^a-zA-Z0-9._-]/g, '_')
+      const base = named
+      for (let n = 2; this.entries[named] !== undefined; n++) named = `${base}.${n}`
       this.entries[named] = value
       this.#names.set(key, named)
     }
