@@ -120,12 +120,15 @@ t.test('DELETE through the core removes what HTTP then cannot find', async t => 
 
 t.test('an unknown resource, and an operation a resource does not serve, are the routes\' 404 and 405', async t => {
   const store = memoryStore()
-  const options = resolveOptions({ cursorSecret: secret, resources: demoResources(store).map(resource => resource.name === 'authors' ? { ...resource, operations: ['list', 'retrieve'] } : resource) })
+  const served: Record<string, ResourceOperation[]> = { authors: ['list', 'retrieve'], books: ['list', 'create', 'retrieve', 'modify'] }
+  const options = resolveOptions({ cursorSecret: secret, resources: demoResources(store).map(resource => resource.name in served ? { ...resource, operations: served[resource.name] } : resource) })
   const models = buildRegistry(options.resources)
   const core = createOperations(createOperationContext(options, models, assignStores(options.resources, models), '/v1'), { error () {} }, '/v1/problems/')
   t.match(await core.perform('planets', 'list', operationInput({ principal: null })), { status: 404, headers: { 'content-type': 'application/problem+json; charset=utf-8' }, body: { status: 404, instance: '/v1/planets' } })
   t.match(await core.perform('authors', 'delete', operationInput({ principal: null, id: 'x' })), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { status: 405, instance: '/v1/authors/x' } })
   t.match(await core.perform('authors', 'create', operationInput({ principal: null, body: { name: 'N' } })), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { instance: '/v1/authors' } })
+  t.match(await core.perform('books', 'delete', operationInput({ principal: null, id: 'x' })), { status: 405, headers: { allow: 'GET, HEAD, PATCH, OPTIONS' } })
+  t.match(await core.perform('books', 'replace', operationInput({ principal: null, id: 'x' })), { status: 405, body: { detail: 'Method PUT is not allowed here; allowed: GET, HEAD, PATCH, OPTIONS.' } })
 })
 
 t.test('a server error through the core is logged and answered as the generic 500', async t => {

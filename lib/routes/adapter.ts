@@ -30,9 +30,10 @@ class RequestInput implements OperationInput {
   }
 
   get principal (): unknown { return this.#request.principal }
-  get id (): string { return (this.#request.params as { id?: string }).id ?? '' }
+  // Read only by the operations of routes that have them: an item's `:id`, a write's body.
+  get id (): string { return (this.#request.params as { id: string }).id }
   get query (): RawQuery { return this.#request.query as RawQuery }
-  get body (): Fields | null { return (this.#request.body ?? null) as Fields | null }
+  get body (): Fields | null { return this.#request.body as Fields }
   get preconditions (): Preconditions { return (this.#preconditions ??= readPreconditions(this.#request.headers)) }
   get format (): Format { return requestFormat(this.#request) }
   get codings (): readonly string[] { return acceptedCodings(this.#request, this.#offered) }
