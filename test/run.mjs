@@ -127,7 +127,9 @@ if (env.CLUSTER_DATABASE_URL !== undefined) {
 const chromium = '/usr/bin/chromium'
 if (!existsSync(chromium)) skipped.push(`Chromium: none at ${chromium} (apt-get install -y chromium). Skipped: the docs page in a browser (test/docs-page.test.ts)`)
 
-const tapArgs = process.argv.slice(2)
+// tap runs one file at a time on two cores (its default is the CPU count less one); most files
+// wait on PostgreSQL, sockets and child processes, so two at a time halve the run. `-j` overrides.
+const tapArgs = ['--jobs=2', ...process.argv.slice(2)]
 if (gateMissing.length > 0) tapArgs.unshift('--allow-incomplete-coverage')
 
 function summary () {
