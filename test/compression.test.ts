@@ -126,20 +126,15 @@ t.test('the OpenAPI document, the docs page\'s script and the problem pages are 
   }
 })
 
-t.test('the constant bodies (the document, the script) are compressed once per coding, and sent as made', async t => {
+// That each is compressed once per coding is a matter of time, measured in benchmarks/, not here.
+t.test('the constant bodies (the document, the script) are sent as made: the same bytes each time, HEAD with GET\'s headers', async t => {
   const app = await buildApp(t, { docsPage: true })
   for (const url of ['/v1/openapi.json', '/v1/docs/js/scalar.js']) {
-    const elapsed = async (send: () => Promise<LightMyRequestResponse>) => {
-      const started = process.hrtime.bigint()
-      return [await send(), Number(process.hrtime.bigint() - started) / 1e6] as const
-    }
-    const [first, making] = await elapsed(() => app.inject({ url, headers: { 'accept-encoding': 'br' } }))
-    const [head, heading] = await elapsed(() => app.inject({ method: 'HEAD', url, headers: { 'accept-encoding': 'br' } }))
-    const [again, sending] = await elapsed(() => app.inject({ url, headers: { 'accept-encoding': 'gzip;q=0.5, br' } }))
+    const first = await app.inject({ url, headers: { 'accept-encoding': 'br' } })
+    const head = await app.inject({ method: 'HEAD', url, headers: { 'accept-encoding': 'br' } })
+    const again = await app.inject({ url, headers: { 'accept-encoding': 'gzip;q=0.5, br' } })
     t.ok(again.rawPayload.equals(first.rawPayload), `${url}: the same bytes`)
     t.same([head.headers['content-encoding'], head.headers['content-length'], head.rawPayload.length], ['br', String(first.rawPayload.length), 0], 'HEAD: GET\'s headers')
-    // Brotli takes most of the first answer's time; kept, the body is only sent.
-    t.ok(heading + sending < making, `${url}: made and sent in ${making.toFixed(1)} ms, then HEAD in ${heading.toFixed(1)} and GET in ${sending.toFixed(1)}`)
     const identity = await app.inject({ url, headers: { 'accept-encoding': 'identity' } })
     t.same([identity.headers['content-encoding'], identity.rawPayload.length], [undefined, Number(identity.headers['content-length'])], 'no coding accepted: as it is')
     t.ok(decoded(first).equals(identity.rawPayload))
