@@ -3,7 +3,7 @@
 // same request: the status, the headers the operation decides, and the body (or the problem).
 import t from 'tap'
 import type { Test } from 'tap'
-import type { InjectOptions } from 'fastify'
+import type { FastifyRequest, InjectOptions } from 'fastify'
 import { memoryStore } from '../lib/index.js'
 import { resolveOptions } from '../lib/options.js'
 import { buildRegistry } from '../lib/registry/index.js'
@@ -16,8 +16,13 @@ import type { ResourceOperation } from '../lib/operations/table.js'
 import { parseTagList } from '../lib/http/conditional.js'
 import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, json, seed, testClock } from './helpers/app.js'
+import { auth, testAuth } from './helpers/auth.js'
+import type { TestPrincipal } from './helpers/auth.js'
+import type { AuthorizationCheck } from '../lib/index.js'
 
 const secret = 'a-test-secret-of-enough-length'
+// These options have no `auth.authorize`: there is no check to make.
+const unchecked = { authorized: true } as const
 
 /** An app over a memory store, and the core of the same options over the same store, without a server. */
 async function setup (t: Test) {
@@ -89,7 +94,7 @@ t.test('every operation through the core answers what its HTTP route answers', a
   ]
   for (const c of cases) {
     // Each side writes what it writes in the same second of the clock, so validators agree.
-    const viaCore = outcomeOf(await core.perform(c.resource, c.operation, operationInput({ principal: null, ...c.input })))
+    const viaCore = outcomeOf(await core.perform(c.resource, c.operation, operationInput({ principal: null, ...c.input }), unchecked))
     const viaHttp = answerOf(await app.inject(c.http) as unknown as { statusCode: number, headers: Record<string, unknown>, body: string }, decided)
     if (c.newId === true) {
       // The records the two runs made differ by their ids only.
@@ -113,7 +118,7 @@ t.test('every operation through the core answers what its HTTP route answers', a
 t.test('DELETE through the core removes what HTTP then cannot find', async t => {
   const { app, core, seeded } = await setup(t)
   const [book] = seeded.books
-  const outcome = await core.perform('books', 'delete', operationInput({ principal: null, id: book.id }))
+  const outcome = await core.perform('books', 'delete', operationInput({ principal: null, id: book.id }), unchecked)
   t.same(outcome, { status: 204, headers: {}, body: null })
   t.equal((await app.inject({ url: `/v1/books/${book.id}` })).statusCode, 404)
 })
@@ -124,11 +129,11 @@ t.test('an unknown resource, and an operation a resource does not serve, are the
   const options = resolveOptions({ cursorSecret: secret, resources: demoResources(store).map(resource => resource.name in served ? { ...resource, operations: served[resource.name] } : resource) })
   const models = buildRegistry(options.resources)
   const core = createOperations(createOperationContext(options, models, assignStores(options.resources, models), '/v1'), { error () {} }, '/v1/problems/')
-  t.match(await core.perform('planets', 'list', operationInput({ principal: null })), { status: 404, headers: { 'content-type': 'application/problem+json; charset=utf-8' }, body: { status: 404, instance: '/v1/planets' } })
-  t.match(await core.perform('authors', 'delete', operationInput({ principal: null, id: 'x' })), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { status: 405, instance: '/v1/authors/x' } })
-  t.match(await core.perform('authors', 'create', operationInput({ principal: null, body: { name: 'N' } })), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { instance: '/v1/authors' } })
-  t.match(await core.perform('books', 'delete', operationInput({ principal: null, id: 'x' })), { status: 405, headers: { allow: 'GET, HEAD, PATCH, OPTIONS' } })
-  t.match(await core.perform('books', 'replace', operationInput({ principal: null, id: 'x' })), { status: 405, body: { detail: 'Method PUT is not allowed here; allowed: GET, HEAD, PATCH, OPTIONS.' } })
+  t.match(await core.perform('planets', 'list', operationInput({ principal: null }), unchecked), { status: 404, headers: { 'content-type': 'application/problem+json; charset=utf-8' }, body: { status: 404, instance: '/v1/planets' } })
+  t.match(await core.perform('authors', 'delete', operationInput({ principal: null, id: 'x' }), unchecked), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { status: 405, instance: '/v1/authors/x' } })
+  t.match(await core.perform('authors', 'create', operationInput({ principal: null, body: { name: 'N' } }), unchecked), { status: 405, headers: { allow: 'GET, HEAD, OPTIONS' }, body: { instance: '/v1/authors' } })
+  t.match(await core.perform('books', 'delete', operationInput({ principal: null, id: 'x' }), unchecked), { status: 405, headers: { allow: 'GET, HEAD, PATCH, OPTIONS' } })
+  t.match(await core.perform('books', 'replace', operationInput({ principal: null, id: 'x' }), unchecked), { status: 405, body: { detail: 'Method PUT is not allowed here; allowed: GET, HEAD, PATCH, OPTIONS.' } })
 })
 
 t.test('a server error through the core is logged and answered as the generic 500', async t => {
@@ -138,8 +143,51 @@ t.test('a server error through the core is logged and answered as the generic 50
   const failing = { ...store, get: async () => { throw new Error('the disk is on fire') } }
   const logged: unknown[] = []
   const core = createOperations(createOperationContext(options, models, () => failing, '/v1'), { error: details => logged.push(details) }, '/v1/problems/')
-  const outcome = await core.perform('books', 'retrieve', operationInput({ principal: null, id: 'x' }))
+  const outcome = await core.perform('books', 'retrieve', operationInput({ principal: null, id: 'x' }), unchecked)
   t.match(outcome, { status: 500, body: { status: 500, detail: String } })
   t.notMatch(JSON.stringify(outcome.body), /fire/, 'the cause is not echoed')
   t.equal(logged.length, 1, 'and it is logged')
+})
+
+t.test('an operation run from outside a route is authorized as its route authorizes it', async t => {
+  const store = memoryStore()
+  const checks: Array<Omit<AuthorizationCheck<TestPrincipal>, 'request' | 'principal'>> = []
+  // Writers may do anything but delete books; readers may read.
+  const authorization = testAuth({
+    authorize: ({ request, principal, ...check }) => {
+      checks.push(check)
+      return principal.right === 'write' ? `${check.operation} ${check.resource}` !== 'delete books' : check.method === 'GET'
+    }
+  })
+  const app = await buildApp(t, { store, auth: authorization })
+  const options = resolveOptions({ cursorSecret: secret, resources: demoResources(store), auth: authorization })
+  const models = buildRegistry(options.resources)
+  const core = createOperations(createOperationContext(options, models, assignStores(options.resources, models), '/v1'), { error () {} }, '/v1/problems/')
+  const writer: TestPrincipal = { id: 'writer', right: 'write' }
+  const reader: TestPrincipal = { id: 'reader', right: 'read' }
+  const made = await app.inject({ method: 'POST', url: '/v1/authors', headers: auth.writeJson, payload: { name: 'Ann' } })
+  const author = made.json().data.author
+  const book = (await app.inject({ method: 'POST', url: '/v1/books', headers: auth.writeJson, payload: { title: 'T', authorId: author.id } })).json().data.book
+  const request = {} as FastifyRequest
+  checks.length = 0
+
+  const refusedDelete = await core.perform('books', 'delete', operationInput({ principal: writer, id: book.id }), { request })
+  const refusedDeleteHttp = await app.inject({ method: 'DELETE', url: `/v1/books/${book.id}`, headers: auth.write })
+  t.same(outcomeOf(refusedDelete), answerOf(refusedDeleteHttp, decided), 'a refused DELETE is the route\'s 403')
+  t.equal(refusedDelete.status, 403)
+  t.same(checks, [
+    { resource: 'books', operation: 'delete', method: 'DELETE', id: book.id, record: book },
+    { resource: 'books', operation: 'delete', method: 'DELETE', id: book.id, record: book }
+  ], 'the check is shown the same operation, id and record by both ways in')
+
+  const readerCreate = await core.perform('authors', 'create', operationInput({ principal: reader, body: { name: 'Bo' } }), { request })
+  t.same(outcomeOf(readerCreate), answerOf(await app.inject({ method: 'POST', url: '/v1/authors', headers: auth.readJson, payload: { name: 'Bo' } }), decided), 'a reader\'s CREATE is the route\'s 403')
+  t.match(readerCreate, { status: 403, body: { detail: 'These credentials do not allow creating authors.' } })
+  // The check comes before the body: a refused caller learns nothing of the schema.
+  t.match(await core.perform('authors', 'create', operationInput({ principal: reader, body: { colour: 'red' } }), { request }), { status: 403 })
+  t.match(await core.perform('books', 'retrieve', operationInput({ principal: reader, id: book.id }), { request }), { status: 200, body: { data: { book: { id: book.id } } } })
+
+  checks.length = 0
+  t.match(await core.perform('books', 'delete', operationInput({ principal: writer, id: book.id }), { authorized: true }), { status: 204 }, 'work authorized when it was accepted is not asked again')
+  t.same(checks, [])
 })

@@ -1,9 +1,10 @@
 // The operation core (STYLE "Operations are a core, entry points are adapters"): one function per
 // operation of each resource (reads.ts, writes.ts), made once per registration, which the HTTP
-// routes (routes/adapter.ts), the batch and any other way in all call. `perform` is the way in
-// from outside a route: the body checked as the route checks it, the operation, and an error
-// answered as the problem the route would answer.
-import type { FastifyError } from 'fastify'
+// routes (routes/adapter.ts), the batch and any other way in all call. `run` and `perform` are the
+// way in from outside a route: the authorization check and the body checked as the route checks
+// them (the route makes both before its handler: the check before the body is read), then the
+// operation; `perform` answers an error as the problem the route would answer.
+import type { FastifyError, FastifyRequest } from 'fastify'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import type { ResourceModel } from '../registry/model.js'
 import { createSchema, modifySchema, replaceSchema, schemaNames } from '../registry/derive.js'
@@ -12,6 +13,7 @@ import type { ProblemExtras } from '../errors.js'
 import { describe, problemBodyBuilder, problemMediaType } from '../problem.js'
 import type { ErrorLog } from '../problem.js'
 import { callerBodyProblems } from '../rules/write.js'
+import { checkAuthorization } from '../security/auth.js'
 import { toInvalidParams } from '../validation.js'
 import { itemPath } from '../envelope/index.js'
 import type { OperationContext } from './context.js'
@@ -21,17 +23,24 @@ import { writeOperations } from './writes.js'
 import { allowedMethods, operationTable } from './table.js'
 import type { BodyWrite, ResourceOperation } from './table.js'
 
+/**
+ * How an operation performed from outside a route came in: in an HTTP request (a batch's, an MCP
+ * call's), which the authorization check is shown; or already authorized when it was accepted
+ * (asynchronous work, whose request was checked before it was answered 202).
+ */
+export type Entry = { readonly request: FastifyRequest } | { readonly authorized: true }
+
 export interface Operations {
-  /** The function performing `operation` on `model`'s records; undefined when the resource does not serve it. */
+  /** The function performing `operation` on `model`'s records, as its route's handler calls it; undefined when the resource does not serve it. */
   of (model: ResourceModel, operation: ResourceOperation): Perform | undefined
-  /** Throws the 400 the route answers for a body the caller may not send, or that its schema refuses. */
-  checkBody (model: ResourceModel, operation: BodyWrite, principal: unknown, body: unknown): void
   /**
-   * Performs `operation` on `resource` (its plural name) from outside an HTTP route: the body
-   * checked as the route checks it, then the operation; a refusal is the problem the route would
-   * answer, as an outcome. The caller has already authenticated and authorized the principal.
+   * Performs `operation` on `model`'s records from outside an HTTP route, as the route would: the
+   * authorization check (`auth.authorize`), the body checked as the route checks it, then the
+   * operation. A refusal is thrown: the error the route would answer. The principal is authenticated.
    */
-  perform (resource: string, operation: ResourceOperation, input: OperationInput): Promise<Outcome>
+  run (model: ResourceModel, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome>
+  /** `run` on `resource` (its plural name), with a refusal (an unknown resource too) answered as the problem the route would answer. */
+  perform (resource: string, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome>
 }
 
 const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
@@ -43,6 +52,16 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
     performs.set(model, Object.fromEntries(Object.entries(all).filter(([name]) => model.operations.has(name as ResourceOperation))))
   }
   const of = (model: ResourceModel, operation: ResourceOperation) => performs.get(model)?.[operation]
+
+  const authorize = context.options.auth?.authorize
+  /** The route's authorization step (security/auth.ts), for an operation performed without the route. */
+  const authorized = (model: ResourceModel, operation: ResourceOperation, input: OperationInput, entry: Entry) => authorize === undefined || !('request' in entry)
+    ? undefined
+    : new Promise<void>((resolve, reject) => {
+      const id = operationTable[operation].place === 'item' ? input.id : undefined
+      const ask = { principal: input.principal, model, operation, method: operationTable[operation].method, id, store: input.joined ?? context.storeOf(model), memo: input.memo, request: entry.request }
+      checkAuthorization(authorize, context.views, ask, error => error === null ? resolve() : reject(error))
+    })
 
   const callerChecks = new Map<string, ReturnType<typeof callerBodyProblems>>()
   /**
@@ -63,26 +82,31 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
     if (!validate(body)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validate.errors as ErrorObject[]))
   }
 
+  async function run (model: ResourceModel, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome> {
+    const performs = of(model, operation)
+    if (performs === undefined) {
+      const allow = allowedMethods(operationTable[operation].place, model.operations).join(', ')
+      throw withHeaders(new MethodNotAllowedError(operationTable[operation].method, allow), { allow })
+    }
+    await authorized(model, operation, input, entry)
+    const body = operationTable[operation].body
+    if (body !== null) checkBody(model, body, input.principal, input.body)
+    return await performs(input)
+  }
+
   const problemBody = problemBodyBuilder({ errorFormat: context.options.errorFormat, typeBase })
-  async function perform (resource: string, operation: ResourceOperation, input: OperationInput): Promise<Outcome> {
+  async function perform (resource: string, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome> {
     const model = context.models.get(resource)
     // The path the HTTP request would name: the problem's `instance`.
     const instance = model === undefined ? `${context.envelope.prefix}/${resource}` : operationTable[operation].place === 'item' ? itemPath(context.envelope, model, input.id) : `${context.envelope.prefix}/${model.name}`
     try {
       if (model === undefined) throw new NotFoundError(instance)
-      const run = of(model, operation)
-      if (run === undefined) {
-        const allow = allowedMethods(operationTable[operation].place, model.operations).join(', ')
-        throw withHeaders(new MethodNotAllowedError(operationTable[operation].method, allow), { allow })
-      }
-      const body = operationTable[operation].body
-      if (body !== null) checkBody(model, body, input.principal, input.body)
-      return await run(input)
+      return await run(model, operation, input, entry)
     } catch (error) {
       const problem = describe(error as FastifyError & ProblemExtras, log)
       return { status: problem.status, headers: { 'content-type': problemMediaType, ...problem.headers }, body: problemBody(problem, instance) as unknown as Record<string, unknown> }
     }
   }
 
-  return { of, checkBody, perform }
+  return { of, run, perform }
 }

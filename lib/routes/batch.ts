@@ -1,24 +1,23 @@
 // Batch (docs/demo-contract.md "Safe retries and atomic writes"; JSON:API atomic operations,
 // OData change sets): `POST {prefix}/batch` runs creates, replaces, modifies and deletes in order,
-// all or nothing, in one transaction of the resources' store. Each operation is the operation core's
-// function its HTTP request calls (operations/), after the checks of the route's pipeline that read
-// the body: authorization, the caller's view of the schema, the schema itself (Operations.checkBody).
+// all or nothing, in one transaction of the resources' store. Each operation is run by the operation
+// core (operations/ `run`) as its HTTP request would be: the authorization check, the caller's view
+// of the schema, the schema itself, then the operation, joining the batch's transaction.
 // Local ids (`lid`) name what an earlier create made, wherever an id is expected.
 import type { FastifyRequest, RouteHandlerMethod } from 'fastify'
 import type { ErrorObject } from 'ajv'
 import type { ResourceModel } from '../registry/model.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { Fields, Store } from '../stores/store.js'
-import { BodyInvalidError, ForbiddenError, ResourceInvalidError, withInvalidParams } from '../errors.js'
+import { BodyInvalidError, ResourceInvalidError, withInvalidParams } from '../errors.js'
 import type { InvalidParam, ProblemExtras } from '../errors.js'
 import { parseTagList } from '../http/conditional.js'
 import { keyedTransaction } from '../idempotency.js'
 import { knownKeys, positiveIntegerOr, switchableOptions } from '../options-check.js'
-import { refusalOf } from '../security/auth.js'
 import { toInvalidParams } from '../validation.js'
 import type { OperationContext } from '../operations/context.js'
 import { operationInput } from '../operations/input.js'
-import type { Outcome, Perform } from '../operations/input.js'
+import type { Outcome } from '../operations/input.js'
 import type { Operations } from '../operations/index.js'
 import { operationTable, writeOperations } from '../operations/table.js'
 import type { WriteOperation } from '../operations/table.js'
@@ -144,25 +143,14 @@ export function batchHandler (context: OperationContext, settings: ResolvedBatch
   const models = [...context.models.values()]
   if (context.models.has('batch')) throw new ResourceInvalidError('batch', 'its path /batch is the batch endpoint\'s; rename the resource or set batch: false')
   const validateShape = context.ajv.compile(shapeSchema(models.map(model => model.name), settings.maxOperations))
-  const authorize = context.options.auth?.authorize
-  /** `data` with every local id replaced by the id it stands for, checked as the route checks its body. */
-  function dataOf (operation: Operation, model: ResourceModel, principal: unknown, idOf: (value: unknown) => unknown): Fields | null {
+  /** `data` with every local id replaced by the id it stands for. */
+  function dataOf (operation: Operation, model: ResourceModel, idOf: (value: unknown) => unknown): Fields | null {
     if (operation.op === 'delete') return null
     const data: Fields = { ...operation.data }
     for (const relation of model.relations.values()) {
       if (relation.kind === 'one' && data[relation.field] !== undefined) data[relation.field] = idOf(data[relation.field])
     }
-    core.checkBody(model, operation.op, principal, data)
     return data
-  }
-
-  /** The authorization check of one operation, as its route's check would make it. */
-  async function checkAuthorized (request: FastifyRequest, tx: Store, model: ResourceModel, op: BatchOp, id: string) {
-    if (authorize === undefined) return
-    const { principal } = request
-    const record = op === 'create' ? undefined : (await tx.get(context.views.forCaller(principal)(model), id))?.data ?? null
-    const allowed = await authorize({ principal, resource: model.name, operation: op, method: operationTable[op].method, id: op === 'create' ? undefined : id, record, request })
-    if (allowed !== true) throw new ForbiddenError(refusalOf(op, model))
   }
 
   /** One operation's result, as the contract words it, from the outcome its HTTP request would get. */
@@ -186,10 +174,8 @@ export function batchHandler (context: OperationContext, settings: ResolvedBatch
           const model = context.models.get(operation.resource) as ResourceModel
           const id = String(idOf(operation.id) ?? '')
           const preconditions = { ifMatch: parseTagList(operation.ifMatch, 'ifMatch') }
-          await checkAuthorized(request, tx, model, operation.op, id)
-          const body = dataOf(operation, model, principal, idOf)
-          const write = core.of(model, operation.op) as Perform
-          const outcome = await write(operationInput({ principal, id, body, preconditions, joined: tx }))
+          const body = dataOf(operation, model, idOf)
+          const outcome = await core.run(model, operation.op, operationInput({ principal, id, body, preconditions, joined: tx }), { request })
           if (operation.lid !== undefined) ids.set(operation.lid, outcome.created as string)
           results.push(resultOf(operation.op, outcome))
         } catch (error) {

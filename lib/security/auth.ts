@@ -228,20 +228,44 @@ export type Authenticator = ReturnType<typeof createAuthenticator>
 /** The detail of a 403 from the authorization check. */
 export const refusalOf = (operation: AuthorizedOperation, model: ResourceModel) => `These credentials do not allow ${operationTable[operation].gerund} ${model.name}.`
 
+/** One operation to authorize, asked from an HTTP route, a batch entry or any other way in. */
+export interface AuthorizationAsk {
+  readonly principal: unknown
+  readonly model: ResourceModel
+  readonly operation: AuthorizedOperation
+  /** The method the check is shown: the request's (HEAD for a GET route), else the operation's. */
+  readonly method: string
+  /** An item operation's id: its record is read (as the caller sees it) and shown to the check; undefined: none is read. */
+  readonly id: string | undefined
+  /** Where the record is read: the resource's store, or the transaction the operation joins. */
+  readonly store: Store
+  /** Keeps the record read for the operation that follows (record-once.ts). */
+  readonly memo: object
+  /** The HTTP request the operation came in. */
+  readonly request: FastifyRequest
+}
+
+/**
+ * Asks `authorize` about one operation: `done(null)` when it allows it, `done(403)` when not.
+ * Callback style, and synchronous when it can be: each await of an async hook cost more than the check.
+ */
+export function checkAuthorization (authorize: NonNullable<AuthOptions['authorize']>, views: Views, ask: AuthorizationAsk, done: (error: Error | null) => void): void {
+  const { principal, model, operation, method, id, request } = ask
+  const decide = (record: Fields | null | undefined) => {
+    const allowed = authorize({ principal, resource: model.name, operation, method, id, record, request })
+    const conclude = (verdict: boolean) => done(verdict === true ? null : new ForbiddenError(refusalOf(operation, model)))
+    if (isPromise(allowed)) allowed.then(conclude, done)
+    else conclude(allowed)
+  }
+  if (id === undefined) return decide(undefined)
+  // As the caller sees it: a record hidden from it reaches the check as none, as on the operation's path.
+  readRecordOnce(ask.memo, ask.store, views.forCaller(principal)(model), id).then(record => decide(record?.data ?? null), done)
+}
+
 /** A route-level preParsing hook: the authorization check for one resource operation, before the body is read. */
 export function authorizationHook (authorize: NonNullable<AuthOptions['authorize']>, model: ResourceModel, store: Store, views: Views, operation: AuthorizedOperation, item: boolean) {
-  const refusal = refusalOf(operation, model)
-  // Callback style, and synchronous when it can be: each await of an async hook cost more than the check.
-  return function checkAuthorization (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (error: Error | null, payload?: RequestPayload) => void) {
-    const decide = (id: string | undefined, record: Fields | null | undefined) => {
-      const allowed = authorize({ principal: request.principal, resource: model.name, operation, method: request.method, id, record, request })
-      const conclude = (verdict: boolean) => done(verdict === true ? null : new ForbiddenError(refusal), payload)
-      if (isPromise(allowed)) allowed.then(conclude, done)
-      else conclude(allowed)
-    }
-    if (!item) return decide(undefined, undefined)
-    const id = (request.params as { id: string }).id
-    // As the caller sees it: a record hidden from it reaches the check as none, as on the handler's path.
-    readRecordOnce(request, store, views.forCaller(request.principal)(model), id).then(record => decide(id, record?.data ?? null), done)
+  return function checkRouteAuthorization (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (error: Error | null, payload?: RequestPayload) => void) {
+    const id = item ? (request.params as { id: string }).id : undefined
+    checkAuthorization(authorize, views, { principal: request.principal, model, operation, method: request.method, id, store, memo: request, request }, error => done(error, payload))
   }
 }
