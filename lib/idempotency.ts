@@ -74,13 +74,15 @@ export function sendEmpty (reply: FastifyReply): FastifyReply | typeof noBody {
   return keyedTransaction(reply.request) === null ? reply.send() : noBody
 }
 
+/** A digest of the key a caller sent, scoped to that caller (its admission key), the method and the path. */
+export const scopedKey = (caller: string | null, method: string, path: string, given: string) => digest([caller, method, path, given])
+
 /**
  * What must be the same for a retry: the body's media type (without parameters) and its parsed
  * value with members in one order, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one request.
  */
-function fingerprintOf (request: FastifyRequest): string {
-  const mediaType = String(request.headers['content-type']).split(';', 1)[0].trim().toLowerCase()
-  return digest([mediaType, canonical(request.body)])
+export function fingerprintOf (mediaType: string, body: unknown): string {
+  return digest([mediaType.split(';', 1)[0].trim().toLowerCase(), canonical(body)])
 }
 
 function canonical (value: unknown): unknown {
@@ -89,55 +91,85 @@ function canonical (value: unknown): unknown {
   return Object.fromEntries(Object.keys(value).sort().map(name => [name, canonical((value as Record<string, unknown>)[name])]))
 }
 
+/** A keyed request: its scoped key (`scopedKey`) and what a retry must match (`fingerprintOf`). */
+export interface Keyed { readonly key: string, readonly fingerprint: string }
+
+/** The answer to keep for retries: a success, with the headers that are part of it; null for an error (not kept). */
+export function keptAnswer (status: number, headerOf: (name: string) => unknown, body: unknown): KeptResponse | null {
+  if (status >= 300) return null
+  const headers: Record<string, string> = {}
+  for (const name of keptHeaders) {
+    const value = headerOf(name)
+    if (value !== undefined) headers[name] = String(value)
+  }
+  return { status, headers, body }
+}
+
+/** What a keyed run gives: the answer kept for an earlier request with the key, or the work's own result. */
+export type KeyedResult<T> = { readonly replayed: true, readonly response: KeptResponse } | { readonly replayed: false, readonly value: T }
+
+/** The work of a keyed run, in the transaction that claims the key: its result, and the answer to keep (null: none). */
+export type KeyedWork<T> = (tx: Store) => Promise<{ readonly value: T, readonly kept: KeptResponse | null }>
+
 /**
- * The handler, run under the request's Idempotency-Key when it sends one: in one transaction of
- * the request's store that claims the key, runs the handler (whose writes join it) and keeps its 2xx answer.
- * An error answer is not kept: the transaction rolls back, and a retry runs again.
+ * Runs work under an Idempotency-Key, for any way in (an HTTP route below; the operation core for
+ * the others): one transaction of `store` claims the key, runs the work (whose writes join it) and
+ * keeps its answer. An error is not kept: the transaction rolls back, and a retry runs again.
  */
-export function idempotent (handler: RouteHandlerMethod, storeOf: (request: FastifyRequest) => Store, settings: ResolvedIdempotency | null): RouteHandlerMethod {
-  if (settings === null) return handler
-  // Keys whose first request runs on this route in this process: a second one is 409 before it
-  // opens a transaction (instances sharing a database learn it from the store's claim). Replays
+export function keyedRunner (settings: ResolvedIdempotency) {
+  // Keys whose first request runs through this runner in this process: a second one is 409 before
+  // it opens a transaction (instances sharing a database learn it from the store's claim). Replays
   // of a kept answer are not in it: any number run at once.
   const running = new Set<string>()
-  return async function keyedHandler (this: unknown, request: FastifyRequest, reply: FastifyReply) {
-    const given = readIdempotencyKey(request.headers['idempotency-key'])
-    if (given === undefined) return await handler.call(this as never, request, reply)
-    const slots = request as unknown as KeyedRequest
-    const key = digest([slots[kCaller], request.method, request.url.split('?', 1)[0], given])
+  /** `warn`: told when purging the store's expired keys afterwards fails. */
+  return async function runKeyed<T> (store: Store, { key, fingerprint }: Keyed, work: KeyedWork<T>, warn: (error: unknown) => void): Promise<KeyedResult<T>> {
     if (running.has(key)) throw busy()
     let first = false
     try {
-      const fingerprint = fingerprintOf(request)
-      const store = storeOf(request)
-      const outcome = await store.transaction(async tx => {
+      const result = await store.transaction(async (tx): Promise<KeyedResult<T>> => {
         const claim = await tx.claimKey(key)
         if (claim.kind === 'busy') throw busy()
         if (claim.kind === 'kept') {
           if (claim.fingerprint !== fingerprint) throw new UnprocessableError('This Idempotency-Key was used with another request body; use a new key for a new request.')
-          return { replayed: true, response: claim.response } as const
+          return { replayed: true, response: claim.response }
         }
         first = true
         running.add(key)
+        const { value, kept } = await work(tx)
+        if (kept !== null) await tx.keepResponse(key, fingerprint, kept, new Date(Date.now() + settings.ttlMillis))
+        return { replayed: false, value }
+      })
+      purgeNowAndThen(store, warn)
+      return result
+    } finally {
+      if (first) running.delete(key)
+    }
+  }
+}
+
+/**
+ * The handler, run under the request's Idempotency-Key when it sends one (`keyedRunner`), its
+ * writes joining the transaction that keeps its 2xx answer.
+ */
+export function idempotent (handler: RouteHandlerMethod, storeOf: (request: FastifyRequest) => Store, settings: ResolvedIdempotency | null): RouteHandlerMethod {
+  if (settings === null) return handler
+  const runKeyed = keyedRunner(settings)
+  return async function keyedHandler (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+    const given = readIdempotencyKey(request.headers['idempotency-key'])
+    if (given === undefined) return await handler.call(this as never, request, reply)
+    const slots = request as unknown as KeyedRequest
+    const keyed = { key: scopedKey(slots[kCaller], request.method, request.url.split('?', 1)[0], given), fingerprint: fingerprintOf(String(request.headers['content-type']), request.body) }
+    try {
+      const outcome = await runKeyed(storeOf(request), keyed, async tx => {
         slots[kKeyedTransaction] = tx
         const answer: unknown = await handler.call(this as never, request, reply)
         const body = answer === noBody ? null : answer
-        if (reply.statusCode < 300) {
-          const headers: Record<string, string> = {}
-          for (const name of keptHeaders) {
-            const value = reply.getHeader(name)
-            if (value !== undefined) headers[name] = String(value)
-          }
-          await tx.keepResponse(key, fingerprint, { status: reply.statusCode, headers, body }, new Date(Date.now() + settings.ttlMillis))
-        }
-        return { replayed: false, body } as const
-      })
-      purgeNowAndThen(store, request)
+        return { value: body, kept: keptAnswer(reply.statusCode, name => reply.getHeader(name), body) }
+      }, error => request.log.warn({ err: error }, 'api-conventions: purging expired Idempotency-Keys failed'))
       if (outcome.replayed) return replay(reply, outcome.response)
-      return outcome.body === null ? reply.send() : outcome.body
+      return outcome.value === null ? reply.send() : outcome.value
     } finally {
       slots[kKeyedTransaction] = null
-      if (first) running.delete(key)
     }
   }
 }
@@ -147,11 +179,11 @@ const purgeInterval = 60_000
 const lastPurge = new WeakMap<Store, number>()
 
 /** Expired keys deleted at most once a minute per store, after a keyed request, never awaited by one. */
-function purgeNowAndThen (store: Store, request: FastifyRequest) {
+function purgeNowAndThen (store: Store, warn: (error: unknown) => void) {
   const now = Date.now()
   if (now - (lastPurge.get(store) ?? 0) < purgeInterval) return
   lastPurge.set(store, now)
-  store.purgeKeys(new Date(now)).catch((error: unknown) => request.log.warn({ err: error }, 'api-conventions: purging expired Idempotency-Keys failed'))
+  store.purgeKeys(new Date(now)).catch(warn)
 }
 
 function busy () {

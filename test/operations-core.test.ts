@@ -14,6 +14,7 @@ import { operationInput } from '../lib/operations/input.js'
 import type { OperationInput, Outcome } from '../lib/operations/input.js'
 import type { ResourceOperation } from '../lib/operations/table.js'
 import { parseTagList } from '../lib/http/conditional.js'
+import { fingerprintOf, scopedKey } from '../lib/idempotency.js'
 import { demoResources } from '../demo/schemas/index.js'
 import { buildApp, json, seed, testClock } from './helpers/app.js'
 import { auth, testAuth } from './helpers/auth.js'
@@ -190,4 +191,37 @@ t.test('an operation run from outside a route is authorized as its route authori
   checks.length = 0
   t.match(await core.perform('books', 'delete', operationInput({ principal: writer, id: book.id }), { authorized: true }), { status: 204 }, 'work authorized when it was accepted is not asked again')
   t.same(checks, [])
+})
+
+t.test('an Idempotency-Key through the core is the route\'s: one key, one write, one kept answer', async t => {
+  const { app, core } = await setup(t)
+  const body = { name: 'Keyed' }
+  // No authentication in these options: the caller's part of the key is null, as the route's is.
+  const idempotency = { key: scopedKey(null, 'POST', '/v1/authors', 'k-1'), fingerprint: fingerprintOf('application/json', body) }
+  const first = await core.perform('authors', 'create', operationInput({ principal: null, body }), { ...unchecked, idempotency })
+  t.equal(first.status, 201)
+  const again = await core.perform('authors', 'create', operationInput({ principal: null, body }), { ...unchecked, idempotency })
+  t.same(again, { status: 201, headers: { ...first.headers, 'idempotent-replayed': 'true' }, body: first.body }, 'a retry through the core replays the answer')
+  const overHttp = await app.inject({ method: 'POST', url: '/v1/authors', headers: { ...json, 'idempotency-key': 'k-1' }, payload: body })
+  t.equal(overHttp.statusCode, 201)
+  t.equal(overHttp.headers['idempotent-replayed'], 'true', 'a retry over HTTP replays the answer the core kept')
+  t.equal(overHttp.headers.location, first.headers.location)
+  const authors = (await app.inject({ url: '/v1/authors?filter=name%20eq%20%27Keyed%27' })).json().data.authors
+  t.equal(authors.length, 1, 'one record was made')
+
+  const otherBody = { name: 'Other' }
+  const refused = await core.perform('authors', 'create', operationInput({ principal: null, body: otherBody }), { ...unchecked, idempotency: { ...idempotency, fingerprint: fingerprintOf('application/json', otherBody) } })
+  const refusedHttp = await app.inject({ method: 'POST', url: '/v1/authors', headers: { ...json, 'idempotency-key': 'k-1' }, payload: otherBody })
+  t.same(outcomeOf(refused), answerOf(refusedHttp, decided), 'another body under the key is the route\'s 422')
+  t.equal(refused.status, 422)
+
+  // A refusal is not kept: the key runs again once the request is right.
+  const missing = '018cc251-f400-7000-8000-0000000000ff'
+  const bookKey = { key: scopedKey(null, 'POST', '/v1/books', 'k-2'), fingerprint: 'any' }
+  t.equal((await core.perform('books', 'create', operationInput({ principal: null, body: { title: 'T', authorId: missing } }), { ...unchecked, idempotency: bookKey })).status, 422)
+  t.equal((await core.perform('books', 'create', operationInput({ principal: null, body: { title: 'T', authorId: first.created } }), { ...unchecked, idempotency: bookKey })).status, 201)
+  // REPLACE is idempotent by itself: a key changes nothing.
+  const replaced = await core.perform('authors', 'replace', operationInput({ principal: null, id: String(first.created), body: { name: 'Again' } }), { ...unchecked, idempotency })
+  t.equal(replaced.status, 200)
+  t.equal(replaced.headers['idempotent-replayed'], undefined)
 })

@@ -14,6 +14,8 @@ import { describe, problemBodyBuilder, problemMediaType } from '../problem.js'
 import type { ErrorLog } from '../problem.js'
 import { callerBodyProblems } from '../rules/write.js'
 import { checkAuthorization } from '../security/auth.js'
+import { keptAnswer, keyedRunner } from '../idempotency.js'
+import type { Keyed } from '../idempotency.js'
 import { toInvalidParams } from '../validation.js'
 import { itemPath } from '../envelope/index.js'
 import type { OperationContext } from './context.js'
@@ -28,7 +30,10 @@ import type { BodyWrite, ResourceOperation } from './table.js'
  * call's), which the authorization check is shown; or already authorized when it was accepted
  * (asynchronous work, whose request was checked before it was answered 202).
  */
-export type Entry = { readonly request: FastifyRequest } | { readonly authorized: true }
+export type Entry = ({ readonly request: FastifyRequest } | { readonly authorized: true }) & {
+  /** The Idempotency-Key it was sent with, scoped to its caller (idempotency.ts): a CREATE or MODIFY then runs as its route runs it under that key. */
+  readonly idempotency?: Keyed | undefined
+}
 
 export interface Operations {
   /** The function performing `operation` on `model`'s records, as its route's handler calls it; undefined when the resource does not serve it. */
@@ -82,6 +87,7 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
     if (!validate(body)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validate.errors as ErrorObject[]))
   }
 
+  const runKeyed = context.options.idempotency === null ? null : keyedRunner(context.options.idempotency)
   async function run (model: ResourceModel, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome> {
     const performs = of(model, operation)
     if (performs === undefined) {
@@ -89,9 +95,16 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
       throw withHeaders(new MethodNotAllowedError(operationTable[operation].method, allow), { allow })
     }
     await authorized(model, operation, input, entry)
-    const body = operationTable[operation].body
+    const { body, keyed } = operationTable[operation]
     if (body !== null) checkBody(model, body, input.principal, input.body)
-    return await performs(input)
+    if (entry.idempotency === undefined || !keyed || runKeyed === null || input.joined !== null) return await performs(input)
+    const result = await runKeyed(context.storeOf(model), entry.idempotency, async tx => {
+      const outcome = await performs({ ...input, joined: tx })
+      return { value: outcome, kept: keptAnswer(outcome.status, name => outcome.headers[name], outcome.body) }
+    }, error => log.error({ err: error }, 'api-conventions: purging expired Idempotency-Keys failed'))
+    if (!result.replayed) return result.value
+    const { status, headers, body: kept } = result.response
+    return { status, headers: { ...headers, 'idempotent-replayed': 'true' }, body: kept as Outcome['body'] }
   }
 
   const problemBody = problemBodyBuilder({ errorFormat: context.options.errorFormat, typeBase })

@@ -13,6 +13,8 @@ export interface OperationEntry {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS'
   /** Which of the resource's derived body schemas it reads (registry/derive.ts schemaNames); null: none. */
   readonly body: 'create' | 'replace' | 'modify' | null
+  /** Whether an Idempotency-Key makes it safe to retry (POST and PATCH; the others are idempotent already). */
+  readonly keyed: boolean
   /** The statuses of its successful answers (304: a conditional read; 204: Prefer return=minimal, or DELETE). */
   readonly success: readonly number[]
   /** `These credentials do not allow <gerund> books.` */
@@ -22,14 +24,14 @@ export interface OperationEntry {
 }
 
 export const operationTable = {
-  list: { kind: 'read', place: 'collection', method: 'GET', body: null, success: [200, 304], gerund: 'listing', past: 'listed' },
-  create: { kind: 'write', place: 'collection', method: 'POST', body: 'create', success: [201], gerund: 'creating', past: 'created' },
-  retrieve: { kind: 'read', place: 'item', method: 'GET', body: null, success: [200, 304], gerund: 'reading', past: 'read' },
-  replace: { kind: 'write', place: 'item', method: 'PUT', body: 'replace', success: [200, 204], gerund: 'replacing', past: 'replaced' },
-  modify: { kind: 'write', place: 'item', method: 'PATCH', body: 'modify', success: [200, 204], gerund: 'modifying', past: 'modified' },
-  delete: { kind: 'write', place: 'item', method: 'DELETE', body: null, success: [204], gerund: 'deleting', past: 'deleted' },
+  list: { kind: 'read', place: 'collection', method: 'GET', body: null, keyed: false, success: [200, 304], gerund: 'listing', past: 'listed' },
+  create: { kind: 'write', place: 'collection', method: 'POST', body: 'create', keyed: true, success: [201], gerund: 'creating', past: 'created' },
+  retrieve: { kind: 'read', place: 'item', method: 'GET', body: null, keyed: false, success: [200, 304], gerund: 'reading', past: 'read' },
+  replace: { kind: 'write', place: 'item', method: 'PUT', body: 'replace', keyed: false, success: [200, 204], gerund: 'replacing', past: 'replaced' },
+  modify: { kind: 'write', place: 'item', method: 'PATCH', body: 'modify', keyed: true, success: [200, 204], gerund: 'modifying', past: 'modified' },
+  delete: { kind: 'write', place: 'item', method: 'DELETE', body: null, keyed: false, success: [204], gerund: 'deleting', past: 'deleted' },
   // QUERY CAPABILITIES is served on every path of a resource, whatever operations it exposes.
-  capabilities: { kind: 'read', place: 'collection', method: 'OPTIONS', body: null, success: [200], gerund: 'querying the capabilities of', past: 'queried' }
+  capabilities: { kind: 'read', place: 'collection', method: 'OPTIONS', body: null, keyed: false, success: [200], gerund: 'querying the capabilities of', past: 'queried' }
 } as const satisfies Record<string, OperationEntry>
 
 type Table = typeof operationTable

@@ -86,14 +86,14 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Oper
     const handle = (operation: keyof Handlers) => routeHandler(core.of(model, operation) as Perform, offered)
     // POST and PATCH are not idempotent by themselves: a client's Idempotency-Key makes them so.
     const store = context.storeOf(model)
-    const keyed = (handler: RouteHandlerMethod) => idempotent(handler, () => store, context.options.idempotency)
+    const handlerOf = (operation: keyof Handlers) => operationTable[operation].keyed ? idempotent(handle(operation), () => store, context.options.idempotency) : handle(operation)
     const handlers: Handlers = {
-      list: handle('list'),
-      create: keyed(handle('create')),
-      retrieve: handle('retrieve'),
-      replace: handle('replace'),
-      modify: keyed(handle('modify')),
-      delete: handle('delete')
+      list: handlerOf('list'),
+      create: handlerOf('create'),
+      retrieve: handlerOf('retrieve'),
+      replace: handlerOf('replace'),
+      modify: handlerOf('modify'),
+      delete: handlerOf('delete')
     }
     for (const at of pathsOf(model)) {
       const rows = operations.filter(row => row.place === at.place && served(row, at))
