@@ -7,8 +7,7 @@ import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { ModelRules } from '../rules/compile.js'
 import { componentNames } from '../routes/http-prose.js'
-
-type Write = 'create' | 'replace' | 'modify'
+import type { BodyWrite } from '../operations/table.js'
 
 // Values that pass ajv-formats' checks of each format.
 const formatExamples: Record<string, string> = {
@@ -144,7 +143,7 @@ function objectExample (schema: JsonSchema): Record<string, unknown> | undefined
 }
 
 /** A write's example as an OpenAPI Example Object; undefined when a required field has none. */
-function writeExample (model: ResourceModel, rules: ModelRules | null, operation: Write): JsonSchema | undefined {
+function writeExample (model: ResourceModel, rules: ModelRules | null, operation: BodyWrite): JsonSchema | undefined {
   const related = new Map([...model.relations.values()].filter(relation => relation.kind === 'one').map(relation => [relation.field, relation.target]))
   const value: Record<string, unknown> = {}
   const placeholders: string[] = []

@@ -16,8 +16,10 @@ import { routeSpecIn } from '../route-spec.js'
 import { capabilities, nestedList } from '../operations/reads.js'
 import type { Operations } from '../operations/index.js'
 import type { Perform } from '../operations/input.js'
-import { operationTable } from '../operations/table.js'
+import { operationTable, resourceOperations } from '../operations/table.js'
+import type { ResourceOperation } from '../operations/table.js'
 import { routeHandler } from './adapter.js'
+import type { Coding } from '../http/compression.js'
 import { idempotent } from '../idempotency.js'
 import { batchHandler, batchStoreOf } from './batch.js'
 import type { ResolvedBatch } from './batch.js'
@@ -87,19 +89,12 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Oper
     // POST and PATCH are not idempotent by themselves: a client's Idempotency-Key makes them so.
     const store = context.storeOf(model)
     const handlerOf = (operation: keyof Handlers) => operationTable[operation].keyed ? idempotent(handle(operation), () => store, context.options.idempotency) : handle(operation)
-    const handlers: Handlers = {
-      list: handlerOf('list'),
-      create: handlerOf('create'),
-      retrieve: handlerOf('retrieve'),
-      replace: handlerOf('replace'),
-      modify: handlerOf('modify'),
-      delete: handlerOf('delete')
-    }
+    const handlers = Object.fromEntries(resourceOperations.map(operation => [operation, handlerOf(operation)])) as Handlers
     for (const at of pathsOf(model)) {
       const rows = operations.filter(row => row.place === at.place && served(row, at))
       const allow = rows.flatMap(row => row.method === 'GET' ? ['GET', 'HEAD'] : [row.method])
       for (const row of rows) {
-        const { schema, handler } = build(row, at, allow, context, handlers)
+        const { schema, handler } = build(row, at, allow, context, handlers, offered)
         table.push({
           method: row.method,
           path: at.path,
@@ -145,13 +140,12 @@ function batchSpec (models: readonly ResourceModel[], context: OperationContext,
 /** The content codings responses are compressed in (http/compression.ts). */
 const offeredCodings = (context: OperationContext) => context.options.compression?.encodings ?? []
 
-type Handlers = Readonly<Record<'list' | 'create' | 'retrieve' | 'replace' | 'modify' | 'delete', RouteHandlerMethod>>
+type Handlers = Readonly<Record<ResourceOperation, RouteHandlerMethod>>
 
 /** The schema and handler of one operation at one path. */
-function build (row: OperationRow, at: PathOf, allow: readonly string[], context: OperationContext, handlers: Handlers) {
+function build (row: OperationRow, at: PathOf, allow: readonly string[], context: OperationContext, handlers: Handlers, offered: readonly Coding[]) {
   const model = at.resource
   const options = schemaOptionsFor(context, model)
-  const offered = offeredCodings(context)
   if (at.place === 'nested') {
     const parent = at.owner as ResourceModel
     const relation = at.relation as RelationModel
