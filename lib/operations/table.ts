@@ -15,6 +15,12 @@ export interface OperationEntry {
   readonly body: 'create' | 'replace' | 'modify' | null
   /** Whether an Idempotency-Key makes it safe to retry (POST and PATCH; the others are idempotent already). */
   readonly keyed: boolean
+  /**
+   * The problems it can answer on any resource (the OpenAPI responses start from these): what a
+   * resource adds (422 for a relation, 428 when If-Match is required, business rules) and what the
+   * request's edge answers (401, 406, 429 …) are added where the route's schema is made.
+   */
+  readonly problems: readonly number[]
   /** The statuses of its successful answers (304: a conditional read; 204: Prefer return=minimal, or DELETE). */
   readonly success: readonly number[]
   /** `These credentials do not allow <gerund> books.` */
@@ -24,14 +30,15 @@ export interface OperationEntry {
 }
 
 export const operationTable = {
-  list: { kind: 'read', place: 'collection', method: 'GET', body: null, keyed: false, success: [200, 304], gerund: 'listing', past: 'listed' },
-  create: { kind: 'write', place: 'collection', method: 'POST', body: 'create', keyed: true, success: [201], gerund: 'creating', past: 'created' },
-  retrieve: { kind: 'read', place: 'item', method: 'GET', body: null, keyed: false, success: [200, 304], gerund: 'reading', past: 'read' },
-  replace: { kind: 'write', place: 'item', method: 'PUT', body: 'replace', keyed: false, success: [200, 204], gerund: 'replacing', past: 'replaced' },
-  modify: { kind: 'write', place: 'item', method: 'PATCH', body: 'modify', keyed: true, success: [200, 204], gerund: 'modifying', past: 'modified' },
-  delete: { kind: 'write', place: 'item', method: 'DELETE', body: null, keyed: false, success: [204], gerund: 'deleting', past: 'deleted' },
-  // QUERY CAPABILITIES is served on every path of a resource, whatever operations it exposes.
-  capabilities: { kind: 'read', place: 'collection', method: 'OPTIONS', body: null, keyed: false, success: [200], gerund: 'querying the capabilities of', past: 'queried' }
+  list: { kind: 'read', place: 'collection', method: 'GET', body: null, keyed: false, problems: [400, 412, 503], success: [200, 304], gerund: 'listing', past: 'listed' },
+  create: { kind: 'write', place: 'collection', method: 'POST', body: 'create', keyed: true, problems: [400, 409, 412, 413, 415, 503], success: [201], gerund: 'creating', past: 'created' },
+  retrieve: { kind: 'read', place: 'item', method: 'GET', body: null, keyed: false, problems: [400, 404, 412, 503], success: [200, 304], gerund: 'reading', past: 'read' },
+  replace: { kind: 'write', place: 'item', method: 'PUT', body: 'replace', keyed: false, problems: [400, 404, 409, 412, 413, 415, 503], success: [200, 204], gerund: 'replacing', past: 'replaced' },
+  modify: { kind: 'write', place: 'item', method: 'PATCH', body: 'modify', keyed: true, problems: [400, 404, 409, 412, 413, 415, 503], success: [200, 204], gerund: 'modifying', past: 'modified' },
+  delete: { kind: 'write', place: 'item', method: 'DELETE', body: null, keyed: false, problems: [400, 404, 412, 413, 415, 503], success: [204], gerund: 'deleting', past: 'deleted' },
+  // QUERY CAPABILITIES is served on every path of a resource, whatever operations it exposes (on a
+  // path naming a record, also 404). A body, though unused, is parsed (413, 415); so is DELETE's.
+  capabilities: { kind: 'read', place: 'collection', method: 'OPTIONS', body: null, keyed: false, problems: [400, 413, 415], success: [200], gerund: 'querying the capabilities of', past: 'queried' }
 } as const satisfies Record<string, OperationEntry>
 
 type Table = typeof operationTable

@@ -14,6 +14,8 @@ import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
 import { lidSchema, localIdSchema } from './batch.js'
 import type { OperationContext } from '../operations/context.js'
+import { operationTable } from '../operations/table.js'
+import type { BodyWrite } from '../operations/table.js'
 import { componentHint, componentNames, etagListPattern, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
@@ -180,7 +182,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
     },
     documentedResponses: {
       ...collectionConditions,
-      ...problems(options, [400, 412, 503], {
+      ...problems(options, operationTable.list.problems, {
         400: 'a query parameter or header is invalid (unknown field, bad filter, pageSize above maxPageSize, a token from another query); invalidParams names each one.',
         ...collectionPrecondition
       })
@@ -202,7 +204,8 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
     },
     documentedResponses: {
       ...collectionConditions,
-      ...problems(options, [400, 404, 412, 503], { 404: `no ${parent.singular} with this ${parent.idField}.`, ...collectionPrecondition })
+      // The parent the path names may not exist.
+      ...problems(options, [...operationTable.list.problems, 404], { 404: `no ${parent.singular} with this ${parent.idField}.`, ...collectionPrecondition })
     }
   }
 }
@@ -221,28 +224,32 @@ export function retrieveRouteSchema (model: ResourceModel, options: SchemaOption
     },
     documentedResponses: {
       304: { type: 'null', description: 'Not Modified: the representation matches If-None-Match (or If-Modified-Since); no body.', headers: { ...validators, ...requestId } },
-      ...problems(options, [400, 404, 412, 503], { 404: `no ${model.singular} with this ${model.idField}.`, 412: 'If-Match or If-Unmodified-Since does not hold.' })
+      ...problems(options, operationTable.retrieve.problems, { 404: `no ${model.singular} with this ${model.idField}.`, 412: 'If-Match or If-Unmodified-Since does not hold.' })
     }
   }
 }
 
-/** 422 where a relation field can name a missing resource; 428 where If-Match is required. */
-function writeStatuses (model: ResourceModel, options: SchemaOptions, requireIfMatch: boolean, statuses: number[]): number[] {
-  const result = [...statuses]
-  if ([...model.relations.values()].some(relation => relation.kind === 'one') || options.businessRules) result.push(422)
+/**
+ * A body write's problems (operations/table.ts) and what the resource adds: 422 where a relation
+ * field can name a missing resource (or an Idempotency-Key meets another body), 409 and 422 for
+ * business rules, 428 where If-Match is required (a write of an existing record).
+ */
+function writeStatuses (model: ResourceModel, options: SchemaOptions, operation: BodyWrite): number[] {
+  const entry = operationTable[operation]
+  const result: number[] = [...entry.problems]
+  if ([...model.relations.values()].some(relation => relation.kind === 'one') || options.businessRules || (entry.keyed && options.idempotency)) result.push(422)
   if (options.businessRules) result.push(409)
-  if (requireIfMatch) result.push(428)
+  if (options.requireIfMatch && entry.place === 'item') result.push(428)
   return result
 }
 
 /** What Idempotency-Key adds to a POST or PATCH, when it is on. */
-function keyed (options: SchemaOptions, model: ResourceModel): { header: Record<string, JsonSchema>, replayed: Record<string, JsonSchema>, statuses: number[], busy: string, refine: Record<number, string> } {
-  if (!options.idempotency) return { header: {}, replayed: {}, statuses: [], busy: '', refine: {} }
+function keyed (options: SchemaOptions, model: ResourceModel): { header: Record<string, JsonSchema>, replayed: Record<string, JsonSchema>, busy: string, refine: Record<number, string> } {
+  if (!options.idempotency) return { header: {}, replayed: {}, busy: '', refine: {} }
   const dangling = [...model.relations.values()].some(relation => relation.kind === 'one') ? ', or the body refers to a record that does not exist' : ''
   return {
     header: idempotencyKeyHeader,
     replayed: idempotentReplayed,
-    statuses: [422],
     busy: ', or a request with this Idempotency-Key is still being processed',
     refine: { 422: `this Idempotency-Key was used with another body${dangling}.` }
   }
@@ -266,7 +273,7 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
         headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...keyed(options, model).replayed, ...requestId }
       }
     },
-    documentedResponses: problems(options, writeStatuses(model, options, false, [400, 409, 412, 413, 415, 503, ...keyed(options, model).statuses]), {
+    documentedResponses: problems(options, writeStatuses(model, options, 'create'), {
       409: `a ${model.singular} with the generated ${model.idField} already exists${keyed(options, model).busy}.`,
       ...keyed(options, model).refine,
       ...collectionPrecondition
@@ -286,7 +293,7 @@ export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions
     response: { 200: saved(model, `The ${model.singular} as replaced.`) },
     documentedResponses: {
       ...savedMinimal('Replaced'),
-      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503]), {
+      ...problems(options, writeStatuses(model, options, 'replace'), {
         404: `no ${model.singular} with this ${model.idField}.`,
         409: 'others changed the resource too often to apply this replacement; retry.'
       })
@@ -306,7 +313,7 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
     response: { 200: saved(model, `The ${model.singular} as modified.`) },
     documentedResponses: {
       ...savedMinimal('Modified'),
-      ...problems(options, writeStatuses(model, options, options.requireIfMatch, [400, 404, 409, 412, 413, 415, 503, ...keyed(options, model).statuses]), {
+      ...problems(options, writeStatuses(model, options, 'modify'), {
         404: `no ${model.singular} with this ${model.idField}.`,
         409: `others changed the resource too often to apply this patch${keyed(options, model).busy}; retry.`,
         ...keyed(options, model).refine
@@ -317,8 +324,7 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
 
 export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions) {
   const children = [...model.relations.values()].filter(relation => relation.kind === 'many')
-  // DELETE may carry a body, which is parsed (415, 413) though unused.
-  const statuses = [400, 404, 412, 413, 415, 503, ...(children.length > 0 || options.businessRules ? [409] : []), ...(options.businessRules ? [422] : []), ...(options.requireIfMatch ? [428] : [])]
+  const statuses = [...operationTable.delete.problems, ...(children.length > 0 || options.businessRules ? [409] : []), ...(options.businessRules ? [422] : []), ...(options.requireIfMatch ? [428] : [])]
   return {
     ...tagged(model, options, `delete${pascal(model.singular)}`, `Delete ${a(model.singular)}`,
       writeProse(options, `DELETE ${a(model.singular)}; conditional with If-Match.`)),
@@ -367,8 +373,7 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
         headers: { Allow: { type: 'string', description: `The allowed methods: ${methods.join(', ')}.` }, ...requestId }
       },
       ...(options.corsPreflight ? { 204: preflight } : {}),
-      // OPTIONS may carry a body, which is parsed (415, 413) though unused.
-      ...(namesRecord ? problems(options, [400, 404, 413, 415], { 404: `no ${model.singular} with this ${model.idField}.` }) : problems(options, [400, 413, 415]))
+      ...(namesRecord ? problems(options, [...operationTable.capabilities.problems, 404], { 404: `no ${model.singular} with this ${model.idField}.` }) : problems(options, operationTable.capabilities.problems))
     }
   }
 }
