@@ -8,6 +8,8 @@ import { ConflictError, HeaderInvalidError, UnprocessableError, withInvalidParam
 import { knownKeys, positiveIntegerOr, switchableOptions } from './options-check.js'
 import type { KeptResponse, Store } from './stores/store.js'
 import { kCaller, kKeyedTransaction } from './symbols.js'
+// The headers that are part of the answer, kept and replayed with it (the header table says which).
+import { keptHeaders } from './headers.js'
 
 export interface IdempotencyOptions {
   /** How long an answer is kept for retries, in seconds. Default 86400 (24 hours). */
@@ -45,10 +47,6 @@ export function readIdempotencyKey (header: string | string[] | undefined): stri
 }
 
 const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex')
-
-// The headers that are part of the answer, kept and replayed with it (not the per-request ones:
-// Request-Id, Date, rate-limit counts).
-const keptHeaders = ['location', 'etag', 'last-modified', 'preference-applied'] as const
 
 /** What a request holds for keyed writes; declared on every request by the pipeline. */
 interface KeyedRequest { [kCaller]: string | null, [kKeyedTransaction]: Store | null }

@@ -16,7 +16,8 @@ import { lidSchema, localIdSchema } from './batch.js'
 import type { OperationContext } from '../operations/context.js'
 import { operationTable } from '../operations/table.js'
 import type { BodyWrite } from '../operations/table.js'
-import { componentHint, componentNames, etagListPattern, idempotencyKeyHeader, idempotentReplayed, preferenceApplied, preferHeader, problems, requestHeaders, requestId, retrieveHeaders, validators, writeHeaders } from './http-prose.js'
+import { etagListPattern, headerSchemas } from '../headers.js'
+import { componentHint, componentNames, idempotentReplayed, preferenceApplied, problems, requestHeaders, requestId, validators } from './http-prose.js'
 
 /** What the schemas depend on beyond the model. */
 export interface SchemaOptions {
@@ -175,7 +176,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
     ...tagged(model, options, `list${pascal(model.name)}`, `List ${model.name}`,
       `LIST: a page of ${model.name}, filtered, sorted and paged by the query language. An empty result is 200 with an empty array. ${simpleFilterProse}`),
     querystring: listQuerystring(model),
-    headers: requestHeaders(),
+    headers: requestHeaders('list', options),
     produces: successTypes,
     response: {
       200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}`, headers: requestId }
@@ -197,7 +198,7 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
       `LIST of the ${relation.name} whose ${relation.field} is this ${parent.singular}, with the same query language and links as /${child.name}. ${simpleFilterProse}`),
     params: idParams(parent),
     querystring: listQuerystring(child),
-    headers: requestHeaders(),
+    headers: requestHeaders('list', options),
     produces: successTypes,
     response: {
       200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}`, headers: requestId }
@@ -217,7 +218,7 @@ export function retrieveRouteSchema (model: ResourceModel, options: SchemaOption
       `RETRIEVE one ${model.singular}; conditional with If-None-Match or If-Modified-Since.`),
     params: idParams(model),
     querystring: itemQuerystring(model),
-    headers: requestHeaders(retrieveHeaders),
+    headers: requestHeaders('retrieve', options),
     produces: successTypes,
     response: {
       200: { $ref: `${names.single}#`, description: `The ${model.singular}.${linkRels(model)}`, headers: { ...validators, ...requestId } }
@@ -244,11 +245,10 @@ function writeStatuses (model: ResourceModel, options: SchemaOptions, operation:
 }
 
 /** What Idempotency-Key adds to a POST or PATCH, when it is on. */
-function keyed (options: SchemaOptions, model: ResourceModel): { header: Record<string, JsonSchema>, replayed: Record<string, JsonSchema>, busy: string, refine: Record<number, string> } {
-  if (!options.idempotency) return { header: {}, replayed: {}, busy: '', refine: {} }
+function keyed (options: SchemaOptions, model: ResourceModel): { replayed: Record<string, JsonSchema>, busy: string, refine: Record<number, string> } {
+  if (!options.idempotency) return { replayed: {}, busy: '', refine: {} }
   const dangling = [...model.relations.values()].some(relation => relation.kind === 'one') ? ', or the body refers to a record that does not exist' : ''
   return {
-    header: idempotencyKeyHeader,
     replayed: idempotentReplayed,
     busy: ', or a request with this Idempotency-Key is still being processed',
     refine: { 422: `this Idempotency-Key was used with another body${dangling}.` }
@@ -263,14 +263,14 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
   return {
     ...tagged(model, options, `create${pascal(model.singular)}`, `Create ${a(model.singular)}`,
       writeProse(options, `CREATE ${a(model.singular)}; the server assigns the ${model.idField}, and a body that sets it is 400. With Prefer: return=minimal, the 201 has no body.`)),
-    headers: requestHeaders({ ...preferHeader, ...keyed(options, model).header }),
+    headers: requestHeaders('create', options),
     ...bodyOf(model, 'create'),
     consumes: [...bodyTypes.create],
     produces: successTypes,
     response: {
       201: {
         ...saved(model, `Created: the new ${model.singular}.`),
-        headers: { Location: { type: 'string', description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...keyed(options, model).replayed, ...requestId }
+        headers: { Location: { ...headerSchemas('Location').Location, description: `Relative URL of the new ${model.singular}.` }, ...validators, ...preferenceApplied, ...keyed(options, model).replayed, ...requestId }
       }
     },
     documentedResponses: problems(options, writeStatuses(model, options, 'create'), {
@@ -286,7 +286,7 @@ export function replaceRouteSchema (model: ResourceModel, options: SchemaOptions
     ...tagged(model, options, `replace${pascal(model.singular)}`, `Replace ${a(model.singular)}`,
       writeProse(options, `REPLACE ${a(model.singular)} with the body; the body may repeat the ${model.idField}, never change it.`)),
     params: idParams(model),
-    headers: writeHeaders(options, preferHeader),
+    headers: requestHeaders('replace', options),
     ...bodyOf(model, 'replace'),
     consumes: [...bodyTypes.replace],
     produces: successTypes,
@@ -306,7 +306,7 @@ export function modifyRouteSchema (model: ResourceModel, options: SchemaOptions)
     ...tagged(model, options, `modify${pascal(model.singular)}`, `Modify ${a(model.singular)}`,
       writeProse(options, `MODIFY ${a(model.singular)} with a JSON merge patch (RFC 7396): members given replace, null removes, others stay; the result must be ${a(`valid ${model.singular}`)}.`)),
     params: idParams(model),
-    headers: writeHeaders(options, { ...preferHeader, ...keyed(options, model).header }),
+    headers: requestHeaders('modify', options),
     ...bodyOf(model, 'modify'),
     consumes: [...bodyTypes.modify],
     produces: successTypes,
@@ -329,7 +329,7 @@ export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions)
     ...tagged(model, options, `delete${pascal(model.singular)}`, `Delete ${a(model.singular)}`,
       writeProse(options, `DELETE ${a(model.singular)}; conditional with If-Match.`)),
     params: idParams(model),
-    headers: writeHeaders(options),
+    headers: requestHeaders('delete', options),
     documentedResponses: {
       204: { type: 'null', description: 'Deleted; no body.', headers: requestId },
       ...problems(options, statuses, {
@@ -343,12 +343,7 @@ export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions)
 const preflight = {
   type: 'null',
   description: 'A CORS preflight (Origin on the allow-list and Access-Control-Request-Method), answered before authentication; no body.',
-  headers: {
-    'Access-Control-Allow-Origin': { type: 'string', description: 'The Origin of the request, never *.' },
-    'Access-Control-Allow-Methods': { type: 'string', description: 'The methods a browser may use.' },
-    'Access-Control-Allow-Headers': { type: 'string', description: 'The request headers a browser may send.' },
-    'Access-Control-Max-Age': { type: 'string', description: 'Seconds a browser may cache this answer.' }
-  }
+  headers: headerSchemas('Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age')
 }
 
 /**
@@ -364,13 +359,13 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
     ...tagged(model, options, `${which.charAt(0).toLowerCase()}${which.slice(1)}Capabilities`, `Query capabilities of ${what}`,
       `QUERY CAPABILITIES: the methods this path allows, in Allow and in the body${collection === undefined ? '' : ', and what the collection\'s query parameters accept (fields to filter, sort and select, relations to expand and include, page sizes), leaving out what the caller may not read'}. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.`),
     ...(namesRecord ? { params: idParams(model) } : {}),
-    headers: requestHeaders(),
+    headers: requestHeaders('capabilities', options),
     produces: successTypes,
     documentedResponses: {
       200: {
         ...capabilitiesBody(collection),
         description: `The allowed methods (${methods.join(', ')})${collection === undefined ? '' : ' and the query capabilities'}.`,
-        headers: { Allow: { type: 'string', description: `The allowed methods: ${methods.join(', ')}.` }, ...requestId }
+        headers: { Allow: { ...headerSchemas('Allow').Allow, description: `The allowed methods: ${methods.join(', ')}.` }, ...requestId }
       },
       ...(options.corsPreflight ? { 204: preflight } : {}),
       ...(namesRecord ? problems(options, [...operationTable.capabilities.problems, 404], { 404: `no ${model.singular} with this ${model.idField}.` }) : problems(options, operationTable.capabilities.problems))
@@ -451,7 +446,7 @@ export function batchRouteSchema (models: readonly ResourceModel[], served: (mod
     summary: 'Run several writes at once, all or nothing',
     description: `BATCH: up to ${maxOperations} creates, replaces, modifies (JSON merge patch) and deletes of any resources, in order, in one transaction: if one fails, none is written, and the answer is that operation's problem with \`operation\` (its index) and invalidParams names prefixed \`operations/<index>/\`. \`lid\` names the record a create makes; \`{ "lid": "…" }\` stands for its id in a later operation's \`id\` or relation field. Every rule of the single requests applies to each operation (authorization, row and field rules, business rules, If-Match as \`ifMatch\`).`,
     tags: ['batch'],
-    headers: requestHeaders(options.idempotency ? idempotencyKeyHeader : {}),
+    headers: requestHeaders('batch', options),
     // Validated by the handler (routes/batch.ts), which names each operation's problems; this is the documented shape.
     documentedBody: {
       $id: componentNames.batch,

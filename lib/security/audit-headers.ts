@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { HeaderInvalidError, withInvalidParams } from '../errors.js'
 import type { InvalidParam } from '../errors.js'
 import { decodeBase64 } from './base64.js'
+import type { RequestHeaderName } from '../headers.js'
 
 /** The decoded audit headers of a request; members are absent when their header is. */
 export interface AuditValues {
@@ -20,17 +21,16 @@ export interface AuditValues {
   authenticatedUser?: string
 }
 
-// The encoding of each: the spec asks base64 of the X-Audit-* headers only.
+// The encoding of each: the spec asks base64 of the X-Audit-* headers only. Each is a request
+// header of the header table (headers.ts), which documents it and lets CORS preflights allow it.
 const headers = [
   ['X-Audit-Consent', 'consent', 'base64'],
   ['X-Audit-Device', 'device', 'base64'],
   ['X-Audit-Organisation', 'organisation', 'base64'],
   ['X-Audit-User', 'user', 'base64'],
   ['X-Authenticated_User', 'authenticatedUser', 'text']
-] as const
+] as const satisfies ReadonlyArray<readonly [RequestHeaderName, keyof AuditValues, 'base64' | 'text']>
 const lowerCase = headers.map(([name, key, encoding]) => [name, name.toLowerCase(), key, encoding] as const)
-
-export const auditHeaderNames: readonly string[] = headers.map(([name]) => name)
 
 /** 8 KB of base64 text (spec "Limits"); free text is held to the same. */
 export const maxAuditHeaderLength = 8192

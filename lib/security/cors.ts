@@ -3,7 +3,7 @@
 // a request whose Origin is not on the allow-list is 403; preflights answer before authentication.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, OptionsInvalidError, withInvalidParams } from '../errors.js'
-import { auditHeaderNames } from './audit-headers.js'
+import { corsAllowedHeaders, exposedHeaders } from '../headers.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import { routeSpecOf } from '../route-spec.js'
 
@@ -55,10 +55,6 @@ function isOrigin (text: string): boolean {
   }
 }
 
-/** Response headers a browser script may read (the CORS-safelisted ones need no mention); the rate limit's in either form (`rateLimit.fields`). */
-export const exposedHeaders = ['ETag', 'Location', 'Request-Id', 'Retry-After', 'Link', 'Allow', 'WWW-Authenticate',
-  'Deprecation', 'Sunset', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Preference-Applied', 'Idempotent-Replayed']
-
 // The CORS catch-all (paths with no OPTIONS route of their own) is read-only.
 const readMethods = ['GET', 'HEAD', 'OPTIONS']
 
@@ -98,8 +94,8 @@ function isOwnOrigin (request: FastifyRequest, origin: string): boolean {
  */
 export function createCorsCheck (cors: ResolvedCors, apiKeys: boolean) {
   const allowed = new Set(cors.origins)
-  const allowedHeaders = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since',
-    'If-Unmodified-Since', 'Prefer', 'Idempotency-Key', 'X-Request-Id', ...auditHeaderNames, ...(apiKeys ? ['x-api-key'] : [])].join(', ')
+  // The header table (headers.ts) says which.
+  const allowedHeaders = corsAllowedHeaders(apiKeys).join(', ')
   const exposed = exposedHeaders.join(', ')
   const maxAge = String(cors.maxAge)
 
