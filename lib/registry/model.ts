@@ -65,8 +65,9 @@ export interface View {
   readonly hidden?: ReadonlySet<string> | undefined
 }
 
+/** A registered resource: what its definition says, and what writes take. */
 export interface ResourceModel extends View {
-  /** Itself. */
+  /** Itself: a registered model is the view that hides nothing. */
   readonly model: ResourceModel
   readonly schema: TObject
   readonly relations: ReadonlyMap<string, RelationModel>
