@@ -95,7 +95,7 @@ export type { TracingOptions, OpenTelemetryTracer } from './tracing.js'
 export type {
   ApplicationRules, ResourceRules, RowRule, FieldRule, ServerValue, ServerValueContext, WriteHooks, WriteEvent, WriteOperation, Transaction
 } from './rules/types.js'
-export type { ResourceModel, FieldModel, RelationModel, Operation, FieldType } from './registry/model.js'
+export type { ResourceModel, View, ViewRelation, FieldModel, RelationModel, Operation, FieldType } from './registry/model.js'
 export type { FilterNode, Operand, Literal, FieldRef } from './query/filter/ast.js'
 export * as errors from './errors.js'
 export { defineAuth, secretTable } from './security/auth.js'

@@ -1,6 +1,6 @@
 // Builds response bodies in the spec's envelope ("Response envelope", "Shape of data", "Page
 // links"): data / meta / links, field projection, expand and include.
-import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { ResourceModel, View, ViewRelation } from '../registry/model.js'
 import type { Fields, Page, StoredRecord } from '../stores/store.js'
 import type { ListRequest } from '../query/list-query.js'
 import type { CursorCodec } from '../query/cursor.js'
@@ -17,7 +17,7 @@ export interface EnvelopeContext extends EnvelopeOptions {
   readonly cursor: CursorCodec
 }
 
-export function itemPath (context: EnvelopeContext, model: ResourceModel, id: string): string {
+export function itemPath (context: EnvelopeContext, model: View, id: string): string {
   return `${context.prefix}/${model.name}/${encodeURIComponent(id)}`
 }
 
@@ -49,10 +49,10 @@ const navigation = new Set(['self', 'first', 'prev', 'next', 'last'])
 const isNavigation = (rel: string) => navigation.has(rel)
 
 /** The related records of each item, by relation: one record, its list, or null (operations/related.ts fetches them). */
-export type RelatedRecords = ReadonlyMap<RelationModel, (item: Fields) => Fields | Fields[] | null>
+export type RelatedRecords = ReadonlyMap<ViewRelation, (item: Fields) => Fields | Fields[] | null>
 
 /** The items with `expand`ed relations embedded, and `include` links, from records already fetched. */
-export function attachRelated (context: EnvelopeContext, model: ResourceModel, items: Fields[], expand: readonly RelationModel[], include: readonly RelationModel[], related: RelatedRecords): { items: Fields[], links: Link[] } {
+export function attachRelated (context: EnvelopeContext, model: View, items: Fields[], expand: readonly ViewRelation[], include: readonly ViewRelation[], related: RelatedRecords): { items: Fields[], links: Link[] } {
   const links: Link[] = []
   let result = items
   for (const [relation, relatedOf] of related) {
@@ -76,7 +76,7 @@ export function attachRelated (context: EnvelopeContext, model: ResourceModel, i
  * Collection envelope with paging metadata and navigation links (spec "Paging", "Page links").
  * `count` is the number of matches when known: the store's total, or what countPastEnd counted.
  */
-export function listBody (context: EnvelopeContext, model: ResourceModel, base: string, request: ListRequest, page: Page, items: Fields[], extraLinks: Link[], count: number | undefined) {
+export function listBody (context: EnvelopeContext, model: View, base: string, request: ListRequest, page: Page, items: Fields[], extraLinks: Link[], count: number | undefined) {
   const { pageSize } = request
   const total = page.total
   const meta: Record<string, number> = { pageSize }

@@ -30,7 +30,7 @@ export interface OperationContext {
 /** The context of `models` (built from `options.resources`, in order), served under `prefix`, kept where `storeOf` says. */
 export function createOperationContext (options: ResolvedOptions, models: readonly ResourceModel[], storeOf: StoreOf, prefix: string): OperationContext {
   const rules = new Map(models.map((model, i) => [model, compileRules(model, options.resources[i])]))
-  const rulesOf = (model: ResourceModel) => rules.get(model.base ?? model) ?? null
+  const rulesOf = (model: ResourceModel) => rules.get(model) ?? null
   // One codec seals the links' tokens and opens them: keys derived once, shared tokens kept once.
   const cursor = createCursorCodec({ secrets: options.cursorSecrets, ttlSeconds: options.cursorTtlSeconds })
   return {

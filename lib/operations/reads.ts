@@ -1,7 +1,7 @@
 // The reads (spec "Operations"): RETRIEVE and LIST of one resource, LIST of a nested collection
 // (/{parents}/{id}/{children}) and QUERY CAPABILITIES, each a function of plain inputs to a plain
 // outcome, with the caller's view (rules/view.ts) and conditional requests (RFC 9110 §13).
-import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { RelationModel, ResourceModel, View } from '../registry/model.js'
 import { attachRelated, itemPath, listBody, project, singleBody } from '../envelope/index.js'
 import type { Link } from '../envelope/index.js'
 import { listRequestFor, parseItemQuery } from '../query/list-query.js'
@@ -91,7 +91,7 @@ export function nestedList (parent: ResourceModel, relation: RelationModel, cont
  */
 const collectionNotModified = (preconditions: Preconditions) => evaluatePreconditions(preconditions, unversioned, true) === 'not-modified'
 
-async function listPage (context: OperationContext, store: Store, model: ResourceModel, base: string, parsed: ListRequest, scope: FilterNode | null): Promise<Outcome> {
+async function listPage (context: OperationContext, store: Store, model: View, base: string, parsed: ListRequest, scope: FilterNode | null): Promise<Outcome> {
   const query = scope === null
     ? parsed.query
     : { ...parsed.query, filter: parsed.query.filter === null ? scope : { kind: 'and', left: scope, right: parsed.query.filter } as const }
@@ -120,12 +120,12 @@ export function capabilities (methods: readonly string[], context: OperationCont
   const headers = Object.freeze({ allow: methods.join(', ') })
   const { views } = context
   // One body per view: callers the rules treat alike share one (rules/view.ts keeps views).
-  const bodies = new WeakMap<ResourceModel, { data: Record<string, unknown> }>()
+  const bodies = new WeakMap<View, { data: Record<string, unknown> }>()
   function bodyFor (principal: unknown) {
     if (collection === undefined) return { data: { methods } }
-    const model = views.forCaller(principal)(collection)
-    let body = bodies.get(model)
-    if (body === undefined) bodies.set(model, body = { data: { methods, ...queryCapabilities(model) } })
+    const view = views.forCaller(principal)(collection)
+    let body = bodies.get(view)
+    if (body === undefined) bodies.set(view, body = { data: { methods, ...queryCapabilities(view) } })
     return body
   }
   if (owner === undefined) return async input => ({ status: 200, headers, body: bodyFor(input.principal) })

@@ -1,7 +1,7 @@
 // The store reads around a page (spec "Response envelope": expand and include; "Page links"): the
 // related records of the items, one store call per relation (never one per item), and the count
 // an empty offset page past the end needs. The envelope shapes what these read.
-import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { View, ViewRelation } from '../registry/model.js'
 import type { Fields, ListQuery, Page, Store, StoredRecord } from '../stores/store.js'
 import { readableFields } from '../query/list-query.js'
 import type { ListRequest } from '../query/list-query.js'
@@ -10,13 +10,13 @@ import type { RelatedRecords } from '../envelope/index.js'
 import { compareText } from '../query/filter/evaluate.js'
 
 /** The related records of `items` for every relation expanded or included. */
-export async function fetchRelated (store: Store, model: ResourceModel, items: Fields[], relations: readonly RelationModel[]): Promise<RelatedRecords> {
-  const related = new Map<RelationModel, (item: Fields) => Fields | Fields[] | null>()
+export async function fetchRelated (store: Store, model: View, items: Fields[], relations: readonly ViewRelation[]): Promise<RelatedRecords> {
+  const related = new Map<ViewRelation, (item: Fields) => Fields | Fields[] | null>()
   for (const relation of new Set(relations)) related.set(relation, await fetchRelation(store, model, relation, items))
   return related
 }
 
-async function fetchRelation (store: Store, model: ResourceModel, relation: RelationModel, items: Fields[]): Promise<(item: Fields) => Fields | Fields[] | null> {
+async function fetchRelation (store: Store, model: View, relation: ViewRelation, items: Fields[]): Promise<(item: Fields) => Fields | Fields[] | null> {
   const target = relation.target
   // A caller's view of the target (rules/view.ts) leaves out the fields it may not read.
   const shown = readableFields(target)
@@ -47,7 +47,7 @@ const compareIds = (a: unknown, b: unknown) => compareText(String(a), String(b))
  * `ran`, the query the store ran, so that a nested collection counts its own parent's children
  * only. Any other page gets undefined rather than a promise.
  */
-export function countPastEnd (store: Store, model: ResourceModel, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> | undefined {
+export function countPastEnd (store: Store, model: View, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> | undefined {
   if (!needsPastEndCount(request, page)) return undefined
   return store.list(model, { ...ran, window: { kind: 'offset', offset: 0 }, limit: 0, total: true }).then(counted => counted.total)
 }

@@ -21,6 +21,5 @@ export function assignStores (definitions: readonly ResourceDefinition[], models
       if (stores.get(relation.target) !== stores.get(model)) throw new ResourceInvalidError(`${model.name}.relations.${relation.name}`, `${model.name} and ${relation.target.name} must share one store`)
     }
   }
-  // A caller's view (rules/view.ts) is kept where its registered model is.
-  return model => stores.get(model.base ?? model) as Store
+  return model => stores.get(model) as Store
 }

@@ -1,6 +1,6 @@
 // The steps every write of a resource shares (docs/rules.md): one transaction when its rules need
 // one, the caller's views, the check that a record is the caller's to change, and the hooks.
-import type { ResourceModel } from '../registry/model.js'
+import type { ResourceModel, View } from '../registry/model.js'
 import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import { ForbiddenError } from '../errors.js'
 import { missingRelatedError } from '../stores/referential.js'
@@ -35,7 +35,7 @@ export function writeSteps (model: ResourceModel, context: OperationContext) {
       return transactional ? store.transaction(work) : work(store)
     },
     /** The resource as the caller sees it. */
-    view: (principal: unknown): ResourceModel => context.views.forCaller(principal)(model),
+    view: (principal: unknown): View => context.views.forCaller(principal)(model),
     /**
      * A related record the caller cannot see is, for it, one that does not exist: the same 422 as
      * for a made-up id (the store's own check knows no callers). Only where a view hides rows.

@@ -2,7 +2,7 @@
 // function of plain inputs to a plain outcome, with every rule applied: the caller's views, row and
 // field rules, server-set values, hooks in the transaction, If-Match (RFC 9110 §13), Prefer return
 // (RFC 7240). An Idempotency-Key's or a batch's transaction is joined through `input.joined`.
-import type { ResourceModel } from '../registry/model.js'
+import type { ResourceModel, View } from '../registry/model.js'
 import { mergedSchema } from '../registry/derive.js'
 import { itemPath, project, singleBody } from '../envelope/index.js'
 import { checkWritableFields, normalizeRecord, unwritableFields, withServerValues } from '../rules/write.js'
@@ -29,7 +29,7 @@ import { writeSteps } from './write-steps.js'
 const modifyAttempts = 5
 
 /** The representation variant of a record as a caller sees it: its hidden fields, and the format (RFC 9110 §8.8.3). */
-export function recordVariant (view: ResourceModel, format: Format): string {
+export function recordVariant (view: View, format: Format): string {
   const hidden = view.hidden === undefined ? '' : representationVariant(readableFields(view))
   return format === 'xml' ? `${hidden}\u0000xml` : hidden
 }
@@ -57,7 +57,7 @@ export function writeOperations (model: ResourceModel, context: OperationContext
   const outOfReach = `This change would put the ${model.singular} out of your reach.`
 
   /** The answer with the record as written: its validators, Preference-Applied, and the body unless `return=minimal`. */
-  function written (input: OperationInput, record: StoredRecord, view: ResourceModel, status: number, extra?: Record<string, string>): Outcome {
+  function written (input: OperationInput, record: StoredRecord, view: View, status: number, extra?: Record<string, string>): Outcome {
     const headers = { ...validatorHeaders(formatETag(record.version, variantTag(recordVariant(view, input.format))), record.modifiedAt), ...extra }
     const preferred = input.returnPreference
     if (preferred !== undefined) headers['preference-applied'] = `return=${preferred}`
@@ -66,7 +66,7 @@ export function writeOperations (model: ResourceModel, context: OperationContext
   }
 
   /** Reads the record a write applies to, as the caller sees it, and checks the input's preconditions against it. */
-  async function currentFor (input: OperationInput, tx: Store, view: ResourceModel): Promise<StoredRecord | null> {
+  async function currentFor (input: OperationInput, tx: Store, view: View): Promise<StoredRecord | null> {
     const { preconditions, id } = input
     if (requireIfMatch && preconditions.ifMatch === undefined) {
       throw new PreconditionRequiredError('This server requires If-Match on PUT, PATCH and DELETE: send the ETag of the version you read.')

@@ -1,7 +1,7 @@
 // What a collection's query parameters accept, as QUERY CAPABILITIES reports it beside the methods
 // (spec "Operations": OPTIONS; "Query parameters on collections", "Sorting", "Paging"): read from
 // the same model the parsers of parameters.ts check against, so it lists exactly what they take.
-import type { ResourceModel } from '../registry/model.js'
+import type { View } from '../registry/model.js'
 import type { JsonSchema } from '../registry/derive.js'
 import { sortableFields } from './parameters.js'
 
@@ -20,7 +20,7 @@ export interface QueryCapabilities {
 }
 
 /** A model as one caller sees it (rules/view.ts): a field or relation hidden from it is not listed. */
-export function queryCapabilities (model: ResourceModel): QueryCapabilities {
+export function queryCapabilities (model: View): QueryCapabilities {
   const fields = [...model.fields.keys()]
   const relations = [...model.relations.keys()]
   return {
@@ -42,7 +42,7 @@ const names = (values: readonly string[], description: string): JsonSchema => va
  * The members above as the document describes them, from the registered model: a caller the
  * rules hide fields from gets a subset of each list.
  */
-export function queryCapabilitiesSchema (model: ResourceModel): { properties: Record<string, JsonSchema>, required: string[] } {
+export function queryCapabilitiesSchema (model: View): { properties: Record<string, JsonSchema>, required: string[] } {
   const all = queryCapabilities(model)
   const size = (of: string, value: number): JsonSchema => ({ type: 'integer', enum: [value], description: `${of} (pageSize).` })
   const properties: Record<string, JsonSchema> = {

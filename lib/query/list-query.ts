@@ -8,7 +8,7 @@ import { CursorError } from './cursor.js'
 import type { CursorCodec } from './cursor.js'
 import { itemParameterNames, largestCount, listParameterNames, odataParameters, queryParameters, singleValue } from './parameters.js'
 import type { ParameterName, QueryParameter } from './parameters.js'
-import type { FieldModel, RelationModel, ResourceModel } from '../registry/model.js'
+import type { FieldModel, View, ViewRelation } from '../registry/model.js'
 import type { ListQuery, SortKey } from './store-query.js'
 import { unstorableText } from '../values/storable.js'
 import { QueryInvalidError, withInvalidParams } from '../errors.js'
@@ -31,8 +31,8 @@ export interface ListRequest {
   readonly pagingMode: 'token' | 'offset' | 'pageOffset'
   /** Requested fields plus the mandatory ones; null for all. */
   readonly fields: ReadonlySet<string> | null
-  readonly expand: readonly RelationModel[]
-  readonly include: readonly RelationModel[]
+  readonly expand: readonly ViewRelation[]
+  readonly include: readonly ViewRelation[]
   /** `filter=…&sort=…` etc., for page links; empty when none. */
   readonly stableQuery: string
   /** What a continuation token is bound to. */
@@ -49,10 +49,10 @@ const filterCacheLimit = 500
 // A longer input is parsed each time rather than kept, so the cache holds at most
 // filterCacheLimit × filterKeyLimit characters of keys per resource.
 const filterKeyLimit = 4096
-const filterCache = new WeakMap<ResourceModel, Map<string, FilterNode>>()
+const filterCache = new WeakMap<View, Map<string, FilterNode>>()
 
 const requestCacheLimit = 500
-const requestCache = new WeakMap<ListQueryContext, WeakMap<ResourceModel, Map<string, ListRequest>>>()
+const requestCache = new WeakMap<ListQueryContext, WeakMap<View, Map<string, ListRequest>>>()
 
 /**
  * parseListQuery, remembered by query for a caller's view: the same query from callers who see
@@ -62,7 +62,7 @@ const requestCache = new WeakMap<ListQueryContext, WeakMap<ResourceModel, Map<st
  * request's entry. Not for a query with a token, which may have expired since (each is opened
  * anew), nor one that is refused (not kept).
  */
-export function listRequestFor (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
+export function listRequestFor (model: View, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
   if (raw.token !== undefined) return parseListQuery(model, raw, context, base)
   const key = JSON.stringify([base, raw])
   if (key.length > filterKeyLimit) return parseListQuery(model, raw, context, base)
@@ -78,7 +78,7 @@ export function listRequestFor (model: ResourceModel, raw: RawQuery, context: Li
 }
 
 /** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
-export function parseListQuery (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
+export function parseListQuery (model: View, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
   const problems: InvalidParam[] = []
   const { given, read, sentAs } = readParameters(model, raw, conventionNames, problems)
   const pageSize = read('pageSize') ?? model.defaultPageSize
@@ -165,7 +165,7 @@ const itemNames = conventionNames.filter(name => queryParameters[name].item)
  * (parameters.ts), whose parser then names it in each problem; `sentAs` tells which. Both names
  * of one option are a problem naming each, and the option is read as absent.
  */
-function readParameters (model: ResourceModel, raw: RawQuery, names: readonly ParameterName[], problems: InvalidParam[]) {
+function readParameters (model: View, raw: RawQuery, names: readonly ParameterName[], problems: InvalidParam[]) {
   const given: Partial<Record<ParameterName, string>> = {}
   const parameters: Partial<Record<ParameterName, QueryParameter<unknown>>> = {}
   for (const name of names) {
@@ -197,23 +197,23 @@ const sortText = (keys: readonly SortKey[]) => keys.map(sortKey).join(',')
  * The fields of a caller's view that leaves some out (rules/view.ts), as a projection: what
  * `fields=` absent means for it. Null (every field) for a model that hides none.
  */
-export function readableFields (model: ResourceModel): Set<string> | null {
+export function readableFields (model: View): Set<string> | null {
   return model.hidden === undefined ? null : new Set(model.fields.keys())
 }
 
-export function withTieBreaker (model: ResourceModel, keys: readonly SortKey[]): SortKey[] {
+export function withTieBreaker (model: View, keys: readonly SortKey[]): SortKey[] {
   if (keys.some(key => key.field === model.idField)) return [...keys]
   return [...keys, { field: model.idField, direction: keys.at(-1)?.direction ?? 'asc' }]
 }
 
 /** A projection keeps the foreign key of each expanded or included many-to-one relation: related data is looked up through it. */
-function withRelationKeys (fields: Set<string> | null, relations: readonly RelationModel[]): Set<string> | null {
+function withRelationKeys (fields: Set<string> | null, relations: readonly ViewRelation[]): Set<string> | null {
   if (fields !== null) for (const relation of relations) if (relation.kind === 'one') fields.add(relation.field)
   return fields
 }
 
 /** `?title=X&author.country=NZ`: each name a field or relation.field; repeated values mean any of them. */
-function simpleFilters (model: ResourceModel, raw: RawQuery, problems: InvalidParam[]): Array<[string, string[]]> {
+function simpleFilters (model: View, raw: RawQuery, problems: InvalidParam[]): Array<[string, string[]]> {
   const filters: Array<[string, string[]]> = []
   for (const [name, value] of Object.entries(raw)) {
     if (listParameterNames.has(name) || value === undefined) continue
@@ -238,14 +238,14 @@ function comparable (text: string | undefined, name: string, problems: InvalidPa
   return undefined
 }
 
-function resolveField (model: ResourceModel, name: string): FieldModel | undefined {
+function resolveField (model: View, name: string): FieldModel | undefined {
   const dot = name.indexOf('.')
   if (dot === -1) return model.fields.get(name)
   return model.relations.get(name.slice(0, dot))?.target.fields.get(name.slice(dot + 1))
 }
 
 /** `filterName`: the parameter the text was sent as, `filter` or `$filter`. */
-function buildFilter (model: ResourceModel, text: string | undefined, filterName: string, simple: Array<[string, string[]]>, problems: InvalidParam[]): FilterNode | null {
+function buildFilter (model: View, text: string | undefined, filterName: string, simple: Array<[string, string[]]>, problems: InvalidParam[]): FilterNode | null {
   if (text === undefined && simple.length === 0) return null
   // The cache is shared by every client: JSON keeps a missing filter apart from `filter=`, and the
   // parts apart whatever characters (U+0000 included) a value holds, so no query reads another's tree.
@@ -321,14 +321,14 @@ function encodeStable (pairs: ReadonlyArray<readonly [string, string | readonly 
 
 export interface ItemRequest {
   readonly fields: ReadonlySet<string> | null
-  readonly expand: readonly RelationModel[]
-  readonly include: readonly RelationModel[]
+  readonly expand: readonly ViewRelation[]
+  readonly include: readonly ViewRelation[]
   /** Canonical text of the options that change the representation; '' for the full resource. */
   readonly variant: string
 }
 
 /** RETRIEVE's query: `fields`, `expand`, `include` (each a list; OData's `$select`, `$expand`); anything else is 400 so typos never pass silently. */
-export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemRequest {
+export function parseItemQuery (model: View, raw: RawQuery): ItemRequest {
   const problems: InvalidParam[] = []
   for (const name of Object.keys(raw)) {
     if (!itemParameterNames.has(name)) problems.push({ name, reason: 'unknown query parameter' })
@@ -347,7 +347,7 @@ export function parseItemQuery (model: ResourceModel, raw: RawQuery): ItemReques
  * relations embedded; '' for the full resource. A write's answer to a caller who sees fewer fields
  * is the representation a RETRIEVE without parameters sends that caller: the same text, the same tag.
  */
-export function representationVariant (fields: ReadonlySet<string> | null, expand: readonly RelationModel[] = [], include: readonly RelationModel[] = []): string {
+export function representationVariant (fields: ReadonlySet<string> | null, expand: readonly ViewRelation[] = [], include: readonly ViewRelation[] = []): string {
   return fields === null && expand.length === 0 && include.length === 0
     ? ''
     : `${[...(fields ?? [])].sort().join(',')};${expand.map(r => r.name).join(',')};${include.map(r => r.name).join(',')}`

@@ -1,7 +1,7 @@
 // The query parameters of collections and items, each declared once (spec "Query parameters on
 // collections", "Sorting", "Paging"): list-query.ts reads with these parsers and route-schema.ts
 // documents these schemas, so the OpenAPI document says what the parser takes.
-import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { View, ViewRelation } from '../registry/model.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { SortKey } from './store-query.js'
 import type { InvalidParam } from '../errors.js'
@@ -13,9 +13,9 @@ export interface QueryParameter<T> {
   /** A list: repeating it (`sort=-year&sort=title`) reads as one comma-separated value (`sort=-year,title`). */
   readonly list: boolean
   /** Its schema in the document, description included; undefined when the model leaves nothing to send. */
-  readonly schema: (model: ResourceModel) => JsonSchema | undefined
+  readonly schema: (model: View) => JsonSchema | undefined
   /** The value as sent, once (undefined when absent); each problem names the parameter. */
-  readonly parse: (model: ResourceModel, text: string | undefined, problems: InvalidParam[]) => T
+  readonly parse: (model: View, text: string | undefined, problems: InvalidParam[]) => T
 }
 
 // Leading zeros are read as decimal (`007` is 7): nothing else could be meant.
@@ -30,11 +30,11 @@ type Entry<T> = (name: string) => QueryParameter<T>
 
 interface Count {
   readonly minimum: number
-  readonly description: (model: ResourceModel) => string
+  readonly description: (model: View) => string
   /** The model's own maximum and what a refusal calls it; 2^53 - 1 caps it either way. */
-  readonly limit?: { readonly of: (model: ResourceModel) => number, readonly why: string }
+  readonly limit?: { readonly of: (model: View) => number, readonly why: string }
   /** What list-query.ts assumes when the parameter is absent: OpenAPI's `default`. */
-  readonly fallback?: (model: ResourceModel) => number
+  readonly fallback?: (model: View) => number
 }
 
 /** A non-negative integer from `minimum`. */
@@ -103,7 +103,7 @@ const fields: Entry<Set<string> | null> = name => ({
   }
 })
 
-const relations = (description: (model: ResourceModel) => string): Entry<RelationModel[]> => name => ({
+const relations = (description: (model: View) => string): Entry<ViewRelation[]> => name => ({
   name,
   item: true,
   list: true,
@@ -111,7 +111,7 @@ const relations = (description: (model: ResourceModel) => string): Entry<Relatio
   schema: model => model.relations.size === 0 ? undefined : commaList([...model.relations.keys()], description(model)),
   parse (model, value, problems) {
     if (value === undefined) return []
-    const chosen: RelationModel[] = []
+    const chosen: ViewRelation[] = []
     for (const relationName of splitList(value)) {
       const relation = model.relations.get(relationName)
       if (relation === undefined) problems.push({ name, reason: `unknown relation '${relationName}'` })
@@ -122,7 +122,7 @@ const relations = (description: (model: ResourceModel) => string): Entry<Relatio
 })
 
 /** Every field but objects and arrays, which have no order. */
-export const sortableFields = (model: ResourceModel) => [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
+export const sortableFields = (model: View) => [...model.fields.values()].filter(field => field.type !== 'json').map(field => field.name)
 
 /**
  * Each field at most once, in any direction: what the parser refuses, not only equal keys. In
@@ -334,7 +334,7 @@ export function singleValue (name: string, value: string | string[] | undefined,
 }
 
 /** The documented schemas of LIST's reserved parameters, or RETRIEVE's, by name. */
-export function parameterSchemas (model: ResourceModel, operation: 'list' | 'retrieve'): Record<string, JsonSchema> {
+export function parameterSchemas (model: View, operation: 'list' | 'retrieve'): Record<string, JsonSchema> {
   const schemas: Record<string, JsonSchema> = {}
   for (const parameter of entries) {
     const schema = operation === 'list' || parameter.item ? parameter.schema(model) : undefined

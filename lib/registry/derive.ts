@@ -1,7 +1,7 @@
 // Derives every wire schema of a resource from its one authored schema, never a second by hand:
 // create, replace and modify inputs, the response shape, and the single and collection envelopes.
 import type { TSchema } from '@sinclair/typebox'
-import type { ResourceModel } from './model.js'
+import type { ResourceModel, View } from './model.js'
 
 export type JsonSchema = Record<string, unknown>
 
@@ -33,12 +33,12 @@ function withoutDefault (schema: TSchema | JsonSchema): JsonSchema {
 }
 
 /** POST body: read-only fields (the id first) are refused, not silently dropped. */
-export function createSchema (model: ResourceModel): JsonSchema {
+export function createSchema (model: View): JsonSchema {
   return inputSchema(model, 'none')
 }
 
 /** PUT body: as for create, but the id may be repeated when it equals the path's. */
-export function replaceSchema (model: ResourceModel): JsonSchema {
+export function replaceSchema (model: View): JsonSchema {
   return inputSchema(model, 'id')
 }
 
@@ -47,11 +47,11 @@ export function replaceSchema (model: ResourceModel): JsonSchema {
  * the server-owned fields the stored record holds pass unchanged. The patch schema refuses them
  * from the client, so here they can only come from the store.
  */
-export function mergedSchema (model: ResourceModel): JsonSchema {
+export function mergedSchema (model: View): JsonSchema {
   return inputSchema(model, 'all')
 }
 
-function inputSchema (model: ResourceModel, readOnly: 'none' | 'id' | 'all'): JsonSchema {
+function inputSchema (model: View, readOnly: 'none' | 'id' | 'all'): JsonSchema {
   const properties: Record<string, unknown> = {}
   const required: string[] = []
   for (const field of model.fields.values()) {
@@ -64,7 +64,7 @@ function inputSchema (model: ResourceModel, readOnly: 'none' | 'id' | 'all'): Js
 }
 
 /** PATCH body (RFC 7396): any subset of fields; null removes a member. The merged result is validated against mergedSchema. */
-export function modifySchema (model: ResourceModel): JsonSchema {
+export function modifySchema (model: View): JsonSchema {
   const properties: Record<string, unknown> = {}
   for (const field of model.fields.values()) {
     if (field.name === model.idField) properties[field.name] = { type: 'string' }

@@ -99,7 +99,9 @@ function buildModel (definition: ResourceShape, relations: Map<string, RelationM
   const generateId = definition.generateId ?? newUuidV7
   if (typeof generateId !== 'function') throw new ResourceInvalidError(where, 'generateId must be a function returning a new id')
   const mandatory = [idField, ...[...fields.values()].filter(f => f.required && f.name !== idField).map(f => f.name)]
-  return Object.freeze({
+  const model: ResourceModel = Object.freeze({
+    // A registered model is its own view: that of a caller who may read every record and field.
+    get model () { return model },
     name,
     singular,
     idField,
@@ -113,6 +115,7 @@ function buildModel (definition: ResourceShape, relations: Map<string, RelationM
     generateId,
     requireIfMatch
   })
+  return model
 }
 
 function describeField (object: TObject, name: string, schema: TSchema): FieldModel {

@@ -16,45 +16,69 @@ export interface FieldModel {
   readonly schema: TSchema
 }
 
-export interface RelationModel {
+/** A relation as a caller sees it (View): to its view of the target. */
+export interface ViewRelation {
   readonly name: string
   /** `one`: this record points at one target through `field` (its own foreign key, e.g. book.authorId).
    *  `many`: target records point at this one through their `field` (e.g. author → books.authorId). */
   readonly kind: 'one' | 'many'
-  readonly target: ResourceModel
+  readonly target: View
   readonly field: string
+}
+
+/** A relation of a registered model: to the registered target. */
+export interface RelationModel extends ViewRelation {
+  readonly target: ResourceModel
 }
 
 /** The operations a resource may expose (operations/table.ts). */
 export type Operation = ResourceOperation
 
-export interface ResourceModel {
+/**
+ * A resource as one caller may read it (rules/view.ts): the records it may see, the fields and
+ * relations it may read. Reads (queries, stores' `list`, `get`, `getMany`, the envelope) take a
+ * view; writes take the registered `model`. A registered model is itself the view of a caller
+ * who may read everything.
+ */
+export interface View {
+  /** The registered model this is a view of: its table, its rules, what writes take. */
+  readonly model: ResourceModel
   /** Plural, as in the path: `books`. */
   readonly name: string
   /** `book`: the key of a single resource in `data`. */
   readonly singular: string
   readonly idField: string
-  readonly schema: TObject
+  /** The fields the caller may read. */
   readonly fields: ReadonlyMap<string, FieldModel>
   /** Always returned whatever `fields` asks: the id and the schema's required fields. */
   readonly mandatory: readonly string[]
-  readonly relations: ReadonlyMap<string, RelationModel>
+  /** The relations the caller may follow, each to its view of the target. */
+  readonly relations: ReadonlyMap<string, ViewRelation>
   readonly defaultPageSize: number
   readonly maxPageSize: number
+  /**
+   * Only records matching this filter exist in the view; undefined: every record. Stores AND it
+   * into every read of the view, also where a relation of another view reaches it.
+   */
+  readonly visible?: FilterNode | undefined
+  /** The fields of the registered model the view leaves out (the caller may not read them); undefined: none. */
+  readonly hidden?: ReadonlySet<string> | undefined
+}
+
+/** A registered resource: what its definition says, and what writes take. */
+export interface ResourceModel extends View {
+  /** Itself: a registered model is the view that hides nothing. */
+  readonly model: ResourceModel
+  readonly schema: TObject
+  readonly relations: ReadonlyMap<string, RelationModel>
   readonly operations: ReadonlySet<Operation>
   /** Creates the id of a new record. */
   readonly generateId: () => string
   /** The resource's own If-Match requirement; undefined defers to the plugin option. */
   readonly requireIfMatch?: boolean
-  /**
-   * Set on a caller's view of a resource (rules/view.ts): only records matching this filter exist
-   * in it. Stores AND it into every read of the model, also where a relation of another reaches it.
-   */
-  readonly visible?: FilterNode
-  /** The fields of the registered model a view leaves out: the caller may not read them. */
-  readonly hidden?: ReadonlySet<string>
-  /** The registered model a view was made from; unset on the registered model itself. */
-  readonly base?: ResourceModel
+  /** A registered model hides no record and no field. */
+  readonly visible?: undefined
+  readonly hidden?: undefined
 }
 
 export interface RelationDefinition {

@@ -1,6 +1,6 @@
 // What the rules add to a write (docs/rules.md): the fields a caller may send, the values the
 // server sets, and the hooks with their transaction handle. The routes call these in order.
-import type { ResourceModel } from '../registry/model.js'
+import type { ResourceModel, View } from '../registry/model.js'
 import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import type { InvalidParam } from '../errors.js'
 import { BodyInvalidError, withInvalidParams } from '../errors.js'
@@ -37,7 +37,7 @@ export interface CallerBodyContext {
  */
 export function callerBodyProblems (model: ResourceModel, operation: keyof typeof bodySchemas, { rules, views, ajv }: CallerBodyContext): ((principal: Principal, body: unknown) => InvalidParam[] | null) | undefined {
   if ((rules?.fields.size ?? 0) === 0) return undefined
-  const validators = new WeakMap<ResourceModel, ValidateFunction>()
+  const validators = new WeakMap<View, ValidateFunction>()
   return function callerBodyProblemsOf (principal, body) {
     const view = views.forCaller(principal)(model)
     if (view.hidden === undefined) return null

@@ -7,7 +7,7 @@
 import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
 import type { Relate } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
-import type { RelationModel, ResourceModel } from '../registry/model.js'
+import type { ResourceModel, View, ViewRelation } from '../registry/model.js'
 import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
 import { storedFields } from '../values/storable.js'
@@ -29,10 +29,11 @@ interface Table {
   readonly rows: Map<string, StoredRecord>
   /** By sort order; Map order is recency of use, so the first is the least recently used. */
   readonly indexes: Map<string, SortIndex>
-  /** Filter ASTs are cached per distinct expression upstream, so identity is the usual key… */
-  readonly predicates: WeakMap<FilterNode, Predicate>
-  /** …but a nested collection builds its parent scope per request: those are found by structure. */
-  readonly predicatesByShape: Map<string, Predicate>
+  /**
+   * Predicates of filters on the table's views, by structure: a nested collection builds its
+   * parent scope per request (see `predicates`). Each was compiled for one view, the last to ask.
+   */
+  readonly predicatesByShape: Map<string, { readonly view: View, readonly predicate: Predicate }>
 }
 
 export interface MemoryStoreOptions {
@@ -81,8 +82,11 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   if (options.now !== undefined && typeof options.now !== 'function') throw new OptionsInvalidError(`memoryStore.now must be a function returning a Date, received ${String(options.now)}`)
   const now = options.now ?? (() => new Date())
   const tables = new Map<string, Table>()
-  /** A view's filter predicates: through its relations, paths may reach other views. */
-  const viewPredicates = new WeakMap<ResourceModel, WeakMap<FilterNode, Predicate>>()
+  /**
+   * Filter predicates by view (a filter's related paths reach other views through the view's
+   * relations), then by filter: parsed filters are cached upstream per view and expression.
+   */
+  const predicates = new WeakMap<View, WeakMap<FilterNode, Predicate>>()
   /** The end of the last transaction (or write waiting behind one) queued; `waiting` counts them. */
   let queue: Promise<unknown> = Promise.resolve()
   let waiting = 0
@@ -91,9 +95,10 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   /** Keys claimed by running transactions, each mapped to the set of keys its transaction claimed. */
   const claims = new Map<string, Set<string>>()
 
-  function table (model: ResourceModel): Table {
+  /** The table of a view's registered model. */
+  function table ({ model }: View): Table {
     let found = tables.get(model.name)
-    if (found === undefined) tables.set(model.name, found = { rows: new Map(), indexes: new Map(), predicates: new WeakMap(), predicatesByShape: new Map() })
+    if (found === undefined) tables.set(model.name, found = { rows: new Map(), indexes: new Map(), predicatesByShape: new Map() })
     return found
   }
 
@@ -101,23 +106,23 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
    * Candidate values of a filter path for one record (filter/evaluate.ts contract). A target that
    * is a view offers only its visible records: a hidden parent is a missing one (null).
    */
-  function resolvePath (model: ResourceModel, record: Fields, path: readonly string[]): readonly unknown[] {
+  function resolvePath (view: View, record: Fields, path: readonly string[]): readonly unknown[] {
     if (path.length === 1) return [record[path[0]]]
-    const relation = model.relations.get(path[0]) as RelationModel
+    const relation = view.relations.get(path[0]) as ViewRelation
     if (relation.kind === 'one') {
       const { target } = relation
       const parent = table(target).rows.get(record[relation.field] as string)
       if (parent !== undefined && target.visible !== undefined && !visiblePredicate(target)(parent.data)) return [null]
       return [parent?.data[path[1]] ?? null]
     }
-    return childrenOf(model, relation, record).map(child => child[path[1]])
+    return childrenOf(view, relation, record).map(child => child[path[1]])
   }
 
   /** The visible records of a 'many' relation's target that refer to the record. */
-  function childrenOf (model: ResourceModel, relation: RelationModel, record: Fields): Fields[] {
+  function childrenOf (view: View, relation: ViewRelation, record: Fields): Fields[] {
     const { target } = relation
     const shown = target.visible === undefined ? null : visiblePredicate(target)
-    const id = record[model.idField]
+    const id = record[view.idField]
     const children: Fields[] = []
     for (const child of table(target).rows.values()) {
       if (child.data[relation.field] === id && (shown === null || shown(child.data))) children.push(child.data)
@@ -126,58 +131,54 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   }
 
   /** The 'many' relations of a model, as lambdas range over them (filter/evaluate.ts contract). */
-  function relateOf (model: ResourceModel): Relate {
+  function relateOf (view: View): Relate {
     return name => {
-      const relation = model.relations.get(name) as RelationModel
+      const relation = view.relations.get(name) as ViewRelation
       const { target } = relation
       return {
-        members: record => childrenOf(model, relation, record),
+        members: record => childrenOf(view, relation, record),
         resolve: (record, path) => resolvePath(target, record, path),
         relate: relateOf(target)
       }
     }
   }
 
-  /** A filter's predicate on records of `model`. */
-  function compileFor (model: ResourceModel, filter: FilterNode): Predicate {
-    return compilePredicate(filter, (record, path) => resolvePath(model, record, path), relateOf(model))
+  /** A filter's predicate on records of `view`. */
+  function compileFor (view: View, filter: FilterNode): Predicate {
+    return compilePredicate(filter, (record, path) => resolvePath(view, record, path), relateOf(view))
   }
 
   /**
    * Which records of a view are visible. Its filter speaks of stored records, so it is evaluated
    * on the registered model, as any filter of that model (and cached with them).
    */
-  function visiblePredicate (view: ResourceModel): Predicate {
-    return predicateFor(view.base as ResourceModel, view.visible as FilterNode)
+  function visiblePredicate (view: View): Predicate {
+    return predicateFor(view.model, view.visible as FilterNode)
   }
 
-  /** A filter on a view, whose related paths may reach views: cached per view, apart from the registered model's. */
-  function viewPredicateFor (view: ResourceModel, filter: FilterNode): Predicate {
-    let predicates = viewPredicates.get(view)
-    if (predicates === undefined) viewPredicates.set(view, predicates = new WeakMap())
-    let predicate = predicates.get(filter)
-    if (predicate === undefined) predicates.set(filter, predicate = compileFor(view, filter))
-    return predicate
-  }
-
-  /** The records a LIST of a view reads: its visible ones that match the filter. */
-  function viewMatcher (view: ResourceModel, filter: FilterNode | null): Predicate | null {
-    const matches = filter === null ? null : viewPredicateFor(view, filter)
+  /** The records a read of a view finds: its visible ones that match the filter, if any. */
+  function matcher (view: View, filter: FilterNode | null): Predicate | null {
+    const matches = filter === null ? null : predicateFor(view, filter)
     if (view.visible === undefined) return matches
     const shown = visiblePredicate(view)
     return matches === null ? shown : record => shown(record) && matches(record)
   }
 
-  function predicateFor (model: ResourceModel, filter: FilterNode): Predicate {
-    const { predicates, predicatesByShape } = table(model)
-    let predicate = predicates.get(filter)
+  function predicateFor (view: View, filter: FilterNode): Predicate {
+    let ofView = predicates.get(view)
+    if (ofView === undefined) predicates.set(view, ofView = new WeakMap())
+    let predicate = ofView.get(filter)
     if (predicate !== undefined) return predicate
+    const { predicatesByShape } = table(view)
     const shape = JSON.stringify(filter)
-    predicate = predicatesByShape.get(shape)
-    if (predicate === undefined) {
-      predicate = keepBounded(predicatesByShape, SHAPES_PER_TABLE, shape, compileFor(model, filter))
+    const kept = predicatesByShape.get(shape)
+    if (kept?.view === view) {
+      predicate = kept.predicate
+    } else {
+      predicate = compileFor(view, filter)
+      keepBounded(predicatesByShape, SHAPES_PER_TABLE, shape, { view, predicate })
     }
-    predicates.set(filter, predicate)
+    ofView.set(filter, predicate)
     return predicate
   }
 
@@ -233,11 +234,9 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
 
   /** The store's reads: a transaction's store reads as the store does. */
   const reads: Pick<Store, 'list' | 'get' | 'getMany'> = {
-    async list (model: ResourceModel, query: ListQuery): Promise<Page> {
-      const predicate = model.base === undefined
-        ? (query.filter === null ? null : predicateFor(model, query.filter))
-        : viewMatcher(model, query.filter)
-      const index = indexFor(model, query.sort)
+    async list (view: View, query: ListQuery): Promise<Page> {
+      const predicate = matcher(view, query.filter)
+      const index = indexFor(view.model, query.sort)
       const { window, limit } = query
       let page: Pick<Page, 'items' | 'hasMore'>
       if (window.kind === 'offset') {
@@ -254,46 +253,43 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
           ? scan(index.records, bound(index, anchor, false), 1, predicate, 0, limit)
           : scan(index.records, bound(index, anchor, true) - 1, -1, predicate, 0, limit)
       }
-      return { ...page, total: query.total ? count(model, predicate) : undefined }
+      return { ...page, total: query.total ? count(view.model, predicate) : undefined }
     },
 
-    async get (model, id) {
-      const record = table(model).rows.get(id)
+    async get (view, id) {
+      const record = table(view).rows.get(id)
       if (record === undefined) return null
-      return model.visible === undefined || visiblePredicate(model)(record.data) ? record : null
+      return view.visible === undefined || visiblePredicate(view)(record.data) ? record : null
     },
 
-    async getMany (model, field, values) {
+    async getMany (view, field, values) {
       const wanted = new Set(values)
-      const { rows } = table(model)
-      const found = field === model.idField
+      const { rows } = table(view)
+      const found = field === view.idField
         ? [...wanted].flatMap(id => rows.get(id as string) ?? [])
         : [...rows.values()].filter(record => wanted.has(record.data[field]))
-      if (model.visible === undefined) return found
-      const shown = visiblePredicate(model)
+      if (view.visible === undefined) return found
+      const shown = visiblePredicate(view)
       return found.filter(record => shown(record.data))
     }
   }
 
-  // Writes take the registered model: a view's fields and relations may be fewer. In a
-  // transaction, each write notes in its journal what it replaced, once it is done.
-  function create (journal: Undo[] | null, view: ResourceModel, fields: Fields): StoredRecord {
-    const model = view.base ?? view
+  // Writes take the registered model. In a transaction, each write notes in its journal what it
+  // replaced, once it is done.
+  function create (journal: Undo[] | null, model: ResourceModel, fields: Fields): StoredRecord {
     const id = fields[model.idField] as string
     if (table(model).rows.has(id)) throw new ConflictError(`A ${model.singular} with this id already exists.`)
     return write(model, id, fields, undefined, journal)
   }
 
-  function update (journal: Undo[] | null, view: ResourceModel, id: string, fields: Fields, how: WriteOptions = {}): StoredRecord | null | typeof VERSION_MISMATCH {
-    const model = view.base ?? view
+  function update (journal: Undo[] | null, model: ResourceModel, id: string, fields: Fields, how: WriteOptions = {}): StoredRecord | null | typeof VERSION_MISMATCH {
     const previous = table(model).rows.get(id)
     if (previous === undefined) return null
     if (how.ifVersion !== undefined && how.ifVersion !== previous.version) return VERSION_MISMATCH
     return write(model, id, fields, previous, journal)
   }
 
-  function remove (journal: Undo[] | null, view: ResourceModel, id: string, how: WriteOptions = {}): boolean | typeof VERSION_MISMATCH {
-    const model = view.base ?? view
+  function remove (journal: Undo[] | null, model: ResourceModel, id: string, how: WriteOptions = {}): boolean | typeof VERSION_MISMATCH {
     const { rows } = table(model)
     const previous = rows.get(id)
     if (previous === undefined) return false

@@ -1,6 +1,6 @@
 // The store contract (CONTRIBUTING.md "a store"): what every backend implements. Free of HTTP
 // concerns; receives queries already parsed and checked against the model, never raw query strings.
-import type { ResourceModel } from '../registry/model.js'
+import type { ResourceModel, View } from '../registry/model.js'
 import type { ListQuery } from '../query/store-query.js'
 
 export type Fields = Record<string, unknown>
@@ -63,16 +63,17 @@ export type KeyClaim =
   | { readonly kind: 'kept', readonly fingerprint: string, readonly response: KeptResponse }
 
 /**
- * Every read honours `model.visible` (a caller's view, rules/view.ts): only records matching it
- * exist, in `list`, `get` and `getMany`, and where a filter path reaches the model through a
- * relation of another one. Writes take the registered model and ignore it: the plugin checks
- * rules before it writes.
+ * Reads take a caller's view (registry/model.ts View, made by rules/view.ts; a registered model
+ * is the view of a caller who may read everything): its records are those of `view.model`, the
+ * registered model, that match `view.visible` when set, in `list`, `get` and `getMany`, and where
+ * a filter path reaches the view through a relation of another one. Writes take the registered
+ * model: the plugin checks rules before it writes.
  */
 export interface Store {
-  list (model: ResourceModel, query: ListQuery): Promise<Page>
-  get (model: ResourceModel, id: string, options?: ReadOptions): Promise<StoredRecord | null>
+  list (view: View, query: ListQuery): Promise<Page>
+  get (view: View, id: string, options?: ReadOptions): Promise<StoredRecord | null>
   /** Records with the given values in `field` (batched lookups for expand/include), in no set order. */
-  getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]>
+  getMany (view: View, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]>
   /** `fields` includes the id; the caller assigns it. */
   create (model: ResourceModel, fields: Fields): Promise<StoredRecord>
   /** Replaces all fields; null when the id does not exist. */

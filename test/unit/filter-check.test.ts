@@ -8,7 +8,8 @@ import type { FieldModel, FieldType, RelationModel, ResourceModel } from '../../
 function model (name: string, fields: Record<string, FieldType>, relations: RelationModel[] = []): ResourceModel {
   const fieldModels = Object.entries(fields).map(([name, type]): [string, FieldModel] =>
     [name, { name, type, nullable: true, required: false, readOnly: false, schema: {} as never }])
-  return {
+  const built: ResourceModel = {
+    get model () { return built },
     name,
     singular: name.slice(0, -1),
     idField: 'id',
@@ -21,6 +22,7 @@ function model (name: string, fields: Record<string, FieldType>, relations: Rela
     operations: new Set(['list']),
     generateId: () => ''
   }
+  return built
 }
 
 const authors = model('authors', { id: 'integer', name: 'string', born: 'date' })

@@ -4,7 +4,7 @@
 import { FUNCTIONS } from './ast.js'
 import type { FieldRef, FilterNode, Literal, Operand } from './ast.js'
 import { compilePredicate } from './evaluate.js'
-import type { FieldType, ResourceModel } from '../../registry/model.js'
+import type { FieldType, View } from '../../registry/model.js'
 import { isDate, isDateTime } from '../../values/iso-date.js'
 
 /** The filter names a field that does not exist or compares values of different types. */
@@ -26,7 +26,7 @@ const TYPE_NAMES: Readonly<Record<FieldType, string>> = {
 }
 
 /** What a path inside a lambda may start with: its variable, standing for a member of `model`. */
-interface Scope { readonly variable: string, readonly model: ResourceModel }
+interface Scope { readonly variable: string, readonly model: View }
 
 /** An operand checked, with the type of its value (null for the null literal). */
 interface Typed { readonly operand: Operand, readonly type: FieldType | null }
@@ -43,7 +43,7 @@ const WANTS: Readonly<Record<string, string>> = { string: 'strings', integer: 'i
  * variable given their scope, and conditions of literals alone folded to true or false; throws
  * FilterTypeError.
  */
-export function checkFilter (node: FilterNode, model: ResourceModel): FilterNode {
+export function checkFilter (node: FilterNode, model: View): FilterNode {
   // Scope 0 is the record filtered; each lambda adds one.
   const root: Scope = { variable: '', model }
   const variables = lambdaVariables(node)
@@ -88,7 +88,7 @@ export function checkFilter (node: FilterNode, model: ResourceModel): FilterNode
   }
 
   /** Where a path starts: a lambda variable in scope (innermost first), or the record filtered. */
-  const locate = (path: readonly string[], scopes: readonly Scope[]): { scope: number, path: readonly string[], model: ResourceModel } => {
+  const locate = (path: readonly string[], scopes: readonly Scope[]): { scope: number, path: readonly string[], model: View } => {
     const [first] = path
     for (let scope = scopes.length - 1; scope > 0; scope--) {
       if (scopes[scope].variable !== first) continue
@@ -184,7 +184,7 @@ function lambdaVariables (node: FilterNode, into = new Set<string>()): Set<strin
   }
 }
 
-function fieldType (path: readonly string[], model: ResourceModel): FieldType {
+function fieldType (path: readonly string[], model: View): FieldType {
   const name = path.join('/')
   const [first, second] = path
   const relation = model.relations.get(first)

@@ -4,7 +4,7 @@
 import { compilePredicate, TRIMMED } from '../../query/filter/evaluate.js'
 import { FUNCTIONS } from '../../query/filter/ast.js'
 import type { FieldRef, FilterNode, Lambda, Literal, Operand, ValueCall } from '../../query/filter/ast.js'
-import type { FieldType, RelationModel, ResourceModel } from '../../registry/model.js'
+import type { FieldType, ResourceModel, View, ViewRelation } from '../../registry/model.js'
 import type { ListQuery, SortKey } from '../store.js'
 import { ident, join, raw, sql } from './sql.js'
 import type { Sql } from './sql.js'
@@ -38,11 +38,11 @@ const ESCAPE = raw(String.raw` ESCAPE E'\\'`)
 /** The page's rows on the near side of a nullable first key's NULL group, when it splits the page. */
 const NEAR = 'near'
 
-/** `model`: the model read, the table's own or a view of it (whose visible records alone are listed). */
-export function compileList (table: Table, query: ListQuery, context: CompileContext, model: ResourceModel = table.model): CompiledList {
+/** `view`: the view read, of the table's model (whose visible records alone are listed). */
+export function compileList (table: Table, query: ListQuery, context: CompileContext, view: View = table.model): CompiledList {
   const where: Sql[] = []
-  if (query.filter !== null) where.push(compileFilter(table, query.filter, context, model))
-  if (model.visible !== undefined) where.push(compileFilter(table, model.visible, context))
+  if (query.filter !== null) where.push(compileFilter(table, query.filter, context, view))
+  if (view.visible !== undefined) where.push(compileFilter(table, view.visible, context))
   const from = sql`${table.ref} AS ${ident(MAIN)}`
   const count = query.total ? sql`SELECT count(*) FROM ${from}${whereClause(where)}` : undefined
   const { window } = query
@@ -140,12 +140,12 @@ function beyond (keys: readonly Key[]): Sql {
 
 /**
  * The filter as a WHERE condition on the table aliased `t0`; `not` is pushed down to the atoms so
- * SQL's NULL never leaks into logic. Related paths follow the relations of `model`, the table's
- * own or a view of it: a target that is a view offers only its visible records as candidates.
+ * SQL's NULL never leaks into logic. Related paths follow the relations of `view`, of the table's
+ * model: a target that is a caller's view offers only its visible records as candidates.
  * A view's own `visible` is compiled on the table's model: it speaks of stored records.
  */
-export function compileFilter (table: Table, filter: FilterNode, context: CompileContext, model: ResourceModel = table.model): Sql {
-  return condition({ context, aliases: 0 }, [{ table, alias: MAIN, model }], filter)
+export function compileFilter (table: Table, filter: FilterNode, context: CompileContext, view: View = table.model): Sql {
+  return condition({ context, aliases: 0 }, [{ table, alias: MAIN, view }], filter)
 }
 
 /** What the conditions of one statement share: every subquery takes the next alias, `t1`, `t2`… */
@@ -154,8 +154,8 @@ interface Scope {
   aliases: number
 }
 
-/** A table paths read from: the one filtered (frame 0), then the member each enclosing lambda binds. */
-interface Frame { readonly table: Table, readonly alias: string, readonly model: ResourceModel }
+/** A table paths read from: the one filtered (frame 0), then the member each enclosing lambda binds; as `view` shows it. */
+interface Frame { readonly table: Table, readonly alias: string, readonly view: View }
 
 /** A related table joined to a frame: its alias and the conditions tying its rows to the frame's row. */
 interface Joined { readonly target: Table, readonly name: string, readonly conditions: Sql[] }
@@ -180,24 +180,24 @@ function condition (scope: Scope, frames: readonly Frame[], filter: FilterNode, 
   }
 
   /** The rows of `relation` from the frame's row; a hidden target row is none. */
-  const related = (frame: Frame, relation: RelationModel): Joined => {
-    const target = context.tableOf(relation.target)
+  const related = (frame: Frame, relation: ViewRelation): Joined => {
+    const target = context.tableOf(relation.target.model)
     const name = `t${++scope.aliases}`
     const correlation = relation.kind === 'one'
       ? sql`${ident(name, target.id.name)} = ${ident(frame.alias, column(frame.table, relation.field).name)}`
       : sql`${ident(name, column(target, relation.field).name)} = ${ident(frame.alias, frame.table.id.name)}`
     const { visible } = relation.target
-    const conditions = visible === undefined ? [correlation] : [correlation, condition(scope, [{ table: target, alias: name, model: target.model }], visible)]
+    const conditions = visible === undefined ? [correlation] : [correlation, condition(scope, [{ table: target, alias: name, view: target.model }], visible)]
     return { target, name, conditions }
   }
 
   /** any: some member passes (EXISTS); all: no member fails to pass (NOT EXISTS of the negation). */
   const lambda = (node: Lambda, negated: boolean): Sql => {
     const frame = frames[node.scope ?? 0]
-    const relation = relationOf(frame.model, node.path)
+    const relation = relationOf(frame.view, node.path)
     const { target, name, conditions } = related(frame, relation)
     const all = node.quantifier === 'all'
-    if (node.predicate !== null) conditions.push(condition(scope, [...frames, { table: target, alias: name, model: relation.target }], node.predicate, all))
+    if (node.predicate !== null) conditions.push(condition(scope, [...frames, { table: target, alias: name, view: relation.target }], node.predicate, all))
     const exists = sql`EXISTS (SELECT 1 FROM ${target.ref} AS ${ident(name)} WHERE ${join(conditions, ' AND ')})`
     return all !== negated ? sql`NOT ${exists}` : exists
   }
@@ -209,14 +209,14 @@ function condition (scope: Scope, frames: readonly Frame[], filter: FilterNode, 
    */
   const atom = (node: Atom, negated: boolean): Sql => {
     const paths = fieldPaths(node)
-    const lonelyOne = paths.length === 1 && paths[0].path.length === 2 && relationOf(frames[paths[0].scope].model, paths[0].path).kind === 'one'
+    const lonelyOne = paths.length === 1 && paths[0].path.length === 2 && relationOf(frames[paths[0].scope].view, paths[0].path).kind === 'one'
     const from: Sql[] = []
     const correlations: Sql[] = []
     const ref = (field: FieldRef): Sql => {
       const frame = frames[field.scope ?? 0]
       const { path } = field
       if (path.length === 1) return columnRef(frame.alias, column(frame.table, path[0]))
-      const relation = relationOf(frame.model, path)
+      const relation = relationOf(frame.view, path)
       const { target, name, conditions } = related(frame, relation)
       const value = columnRef(name, column(target, path[1]))
       // Beside other operands a 'one' path is a scalar subquery: exactly one candidate, NULL when missing.
@@ -235,8 +235,8 @@ function condition (scope: Scope, frames: readonly Frame[], filter: FilterNode, 
   return logic(filter, negate)
 }
 
-function relationOf (model: ResourceModel, path: readonly string[]): RelationModel {
-  return model.relations.get(path[0]) as RelationModel
+function relationOf (view: View, path: readonly string[]): ViewRelation {
+  return view.relations.get(path[0]) as ViewRelation
 }
 
 function operandsOf (node: Atom): Operand[] {
@@ -269,10 +269,10 @@ function withNulls (node: Atom): Atom {
 type Ref = (field: FieldRef) => Sql
 
 function fieldType (frames: readonly Frame[], field: FieldRef): FieldType {
-  const { model } = frames[field.scope ?? 0]
+  const { view } = frames[field.scope ?? 0]
   const { path } = field
-  const owner = path.length === 1 ? model : relationOf(model, path).target
-  return (owner.base ?? owner).fields.get(path[path.length - 1])?.type as FieldType
+  const owner = path.length === 1 ? view : relationOf(view, path).target
+  return owner.model.fields.get(path[path.length - 1])?.type as FieldType
 }
 
 /** An operand's type: what a literal beside it is cast to. */

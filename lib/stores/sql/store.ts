@@ -3,7 +3,7 @@
 // referential, conflict and availability failures mapped from SQLSTATE codes, never pre-checked.
 // Idempotency keys: claimed with a transaction-scoped advisory lock, kept in a table of the schema.
 import { createHash } from 'node:crypto'
-import type { ResourceModel } from '../../registry/model.js'
+import type { ResourceModel, View } from '../../registry/model.js'
 import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
@@ -101,7 +101,7 @@ export class SqlStore implements Store {
   /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
   readonly #reads: ReadRouter | undefined
   /** Lists compiled by query object: the routes keep one per query and view (listRequestFor). */
-  readonly #compiledLists = new WeakMap<ListQuery, { readonly model: ResourceModel, readonly compiled: CompiledList }>()
+  readonly #compiledLists = new WeakMap<ListQuery, { readonly view: View, readonly compiled: CompiledList }>()
 
   constructor (db: SqlDatabase, settings: SqlStoreSettings, reads?: ReadRouter) {
     this.#db = db
@@ -129,11 +129,9 @@ export class SqlStore implements Store {
     return resolveTable(model, this.#settings.schema, this.#settings.tables[model.name], { nullable, dropsLeadingBom: this.#db.dropsLeadingBom })
   }
 
-  /** The table of a registered model or of a view of one (the registered model's). */
   #tableOf (model: ResourceModel): Table {
-    const base = model.base ?? model
-    let table = this.#tables.get(base)
-    if (table === undefined) this.#tables.set(base, table = this.#resolve(base))
+    let table = this.#tables.get(model)
+    if (table === undefined) this.#tables.set(model, table = this.#resolve(model))
     return table
   }
 
@@ -172,8 +170,7 @@ export class SqlStore implements Store {
   }
 
   /** The model's table, checked and created or upgraded (with every table related to it) before first use. */
-  async #prepare (view: ResourceModel): Promise<Table> {
-    const model = view.base ?? view
+  async #prepare (model: ResourceModel): Promise<Table> {
     // Not on a transaction's connection, whose work may yet roll back: transaction() prepares it first.
     if (this.#unprepared !== undefined && !this.#prepared.has(model)) {
       this.#unprepared.push(model)
@@ -231,11 +228,11 @@ export class SqlStore implements Store {
     }
   }
 
-  #compiledList (table: Table, query: ListQuery, model: ResourceModel): CompiledList {
+  #compiledList (table: Table, query: ListQuery, view: View): CompiledList {
     const kept = this.#compiledLists.get(query)
-    if (kept?.model === model) return kept.compiled
-    const compiled = compileList(table, query, this.#context, model)
-    this.#compiledLists.set(query, { model, compiled })
+    if (kept?.view === view) return kept.compiled
+    const compiled = compileList(table, query, this.#context, view)
+    this.#compiledLists.set(query, { view, compiled })
     return compiled
   }
 
@@ -246,9 +243,8 @@ export class SqlStore implements Store {
       : error
   }
 
-  #translate (error: unknown, failure: Failure, view: ResourceModel, fields: Fields = {}): unknown {
+  #translate (error: unknown, failure: Failure, model: ResourceModel, fields: Fields = {}): unknown {
     if (isUnavailable(error)) return this.#unavailable(error)
-    const model = view.base ?? view
     const { code, constraint } = error as { code?: string, constraint?: string }
     const table = this.#tableOf(model)
     if (code === '23505') return new ConflictError(`A ${model.singular} with this ${constraint === `${table.name}_pkey` ? 'id' : 'value'} already exists.`)
@@ -276,9 +272,10 @@ export class SqlStore implements Store {
     return error
   }
 
-  async list (model: ResourceModel, query: ListQuery): Promise<Page> {
+  async list (view: View, query: ListQuery): Promise<Page> {
+    const { model } = view
     const table = await this.#prepare(model)
-    const compiled = this.#compiledList(table, query, model)
+    const compiled = this.#compiledList(table, query, view)
     const on = await this.#readQuery()
     const rows = await this.#run(compiled.page, 'list', model, undefined, on)
     const hasMore = rows.length > query.limit
@@ -297,10 +294,11 @@ export class SqlStore implements Store {
 
   // RETRIEVE's read, the most frequent call: once the table is ready, one query and one promise
   // step, with text made once per table (each async layer cost more than the rest of the call).
-  get (model: ResourceModel, id: string, options?: ReadOptions): Promise<StoredRecord | null> {
-    if (model.visible !== undefined || options?.lock === true) return this.#getWhere(model, id, options?.lock === true)
+  get (view: View, id: string, options?: ReadOptions): Promise<StoredRecord | null> {
+    if (view.visible !== undefined || options?.lock === true) return this.#getWhere(view, id, options?.lock === true)
     // A view that hides no rows reads as its registered model: one statement, text made once.
-    if (!this.#prepared.has(model.base ?? model)) return this.#prepare(model).then(() => this.get(model, id))
+    const { model } = view
+    if (!this.#prepared.has(model)) return this.#prepare(model).then(() => this.get(view, id))
     const table = this.#tableOf(model)
     if (!isStorable(id)) return Promise.resolve(null)
     const on = this.#readQuery()
@@ -311,10 +309,11 @@ export class SqlStore implements Store {
   }
 
   /** A view's record (only when visible), or one to lock until the transaction ends. */
-  async #getWhere (model: ResourceModel, id: string, lock: boolean): Promise<StoredRecord | null> {
+  async #getWhere (view: View, id: string, lock: boolean): Promise<StoredRecord | null> {
+    const { model } = view
     const table = await this.#prepare(model)
     if (!isStorable(id)) return null
-    const where = model.visible === undefined ? idEquals(table, id) : sql`${idEquals(table, id)} AND ${this.#visible(table, model.visible)}`
+    const where = view.visible === undefined ? idEquals(table, id) : sql`${idEquals(table, id)} AND ${this.#visible(table, view.visible)}`
     // A record read to be locked is read where it will be written.
     const on = lock ? this.#query : await this.#readQuery()
     const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}${raw(lock ? ` FOR UPDATE OF ${MAIN}` : '')}`, 'read', model, undefined, on)
@@ -326,7 +325,8 @@ export class SqlStore implements Store {
     return compileFilter(table, visible, this.#context)
   }
 
-  async getMany (model: ResourceModel, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]> {
+  async getMany (view: View, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]> {
+    const { model } = view
     const table = await this.#prepare(model)
     if (values.length === 0) return []
     const col = column(table, field)
@@ -335,7 +335,7 @@ export class SqlStore implements Store {
     // One `= ANY($1)` query per relation per page, in the database; null matches null, as in memory.
     const nulls = listed.length < values.length ? sql` OR ${ref} IS NULL` : sql``
     const matches = sql`${ref} = ANY(${listed}::${arrayCast(col.field.type)})${nulls}`
-    const where = model.visible === undefined ? matches : sql`(${matches}) AND ${this.#visible(table, model.visible)}`
+    const where = view.visible === undefined ? matches : sql`(${matches}) AND ${this.#visible(table, view.visible)}`
     const rows = await this.#run(sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)} WHERE ${where}`, 'read', model, undefined, await this.#readQuery())
     return rows.map(row => table.decode(row))
   }
@@ -491,7 +491,7 @@ async function run (query: QueryFunction, fragment: Sql): Promise<unknown[][]> {
 /** The registered model and every one reachable through relations: their tables are created together. */
 function connected (model: ResourceModel): ResourceModel[] {
   const seen = new Set([model])
-  for (const m of seen) for (const relation of m.relations.values()) seen.add(relation.target.base ?? relation.target)
+  for (const m of seen) for (const relation of m.relations.values()) seen.add(relation.target)
   return [...seen]
 }
 
