@@ -7,7 +7,8 @@
 //   CLUSTER_*          the many-instances cluster: PgBouncer 6434, primary 5434, replica 5435 (.ci/cluster.sh)
 // The coverage gate is 100 % when every service the gate depends on was found; without PostgreSQL or
 // Redis, code only they reach is not run, so the gate is reported but cannot fail the run (said twice).
-// Arguments after `--` go to tap (`npm test -- test/cors.test.ts`).
+// Arguments after `--` go to tap (`npm test -- test/cors.test.ts`); `npm run test:long` passes its
+// files and --disable-coverage the same way.
 import { spawn, execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { existsSync } from 'node:fs'
@@ -134,7 +135,8 @@ if (gateMissing.length > 0) tapArgs.unshift('--allow-incomplete-coverage')
 
 function summary () {
   const lines = ['# Services for this run:', ...found.map(f => `#   found ${f}`), ...skipped.map(s => `#   MISSING ${s}`)]
-  if (gateMissing.length > 0) lines.push(`# Coverage gate: reported, not enforced: without ${gateMissing.join(' and ')} the code only they reach does not run.`)
+  if (tapArgs.includes('--disable-coverage')) lines.push('# Coverage: not measured (--disable-coverage).')
+  else if (gateMissing.length > 0) lines.push(`# Coverage gate: reported, not enforced: without ${gateMissing.join(' and ')} the code only they reach does not run.`)
   else lines.push('# Coverage gate: 100 % of lines, branches and functions.')
   return lines.join('\n')
 }

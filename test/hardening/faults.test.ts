@@ -255,18 +255,21 @@ t.test('PostgreSQL stops and returns mid-load: 503 with Retry-After during the o
     }
   }
   const clients = Array.from({ length: 8 }, () => client())
-  await sleep(1000)
+  // Each phase lasts until 50 requests were answered within it, not for a fixed time: on a loaded
+  // machine a second may see none answered.
+  const answeredIn = async (which: Phase) => { while (seen.filter(s => s.phase === which).length < 50) await sleep(20) }
+  await answeredIn('before')
   phase = 'transition'
   await proxy.cut()
   await sleep(100)
   phase = 'outage'
-  await sleep(1000)
+  await answeredIn('outage')
   phase = 'transition'
   await proxy.open()
   // The pool drops broken clients as they fail; give it a moment to connect afresh.
   await sleep(300)
   phase = 'after'
-  await sleep(1000)
+  await answeredIn('after')
   run.stopped = true
   await Promise.all(clients)
 

@@ -4,7 +4,7 @@
 // whose status matches the response's; each answer comes within a time bound; Object.prototype
 // stays clean; and the stored data changes only through a successful write, and then only the
 // record it names. Seeded and bounded: FUZZ_SEED, and FUZZ_RUNS (default 150; twice that for the
-// LIST and body properties). `npm run fuzz` runs 20000.
+// LIST and body properties). `npm run test:long` runs 2000, `npm run fuzz` 20000.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
 import fc from 'fast-check'
