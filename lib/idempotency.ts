@@ -48,7 +48,7 @@ const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(va
 
 // The headers that are part of the answer, kept and replayed with it (not the per-request ones:
 // Request-Id, Date, rate-limit counts).
-const keptHeaders = ['location', 'etag', 'last-modified', 'preference-applied'] as const
+const keptHeaders = ['location', 'etag', 'last-modified', 'preference-applied', 'retry-after'] as const
 
 /** What a request holds for keyed writes; declared on every request by the pipeline. */
 interface KeyedRequest { [kCaller]: string | null, [kKeyedTransaction]: Store | null }
