@@ -22,7 +22,7 @@ import { routeUnmetExpectations } from './security/limits.js'
 import { registerOpenApi } from './openapi/index.js'
 import { registerCompression } from './http/compression.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
-import { createAsyncWrites } from './work/async-writes.js'
+import { createAsyncWrites, operationStatusSchema } from './work/async-writes.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
@@ -61,6 +61,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   await registerOpenApi(app, options, models, schemaOptionsFor(context), rulesOf)
 
   app.addSchema({ $id: 'Problem', ...problemSchema })
+  if (options.async !== null) app.addSchema(operationStatusSchema)
   const refOf = (model: ResourceModel) => `${schemaNames(model).resource}#`
   for (const model of models) {
     const names = schemaNames(model)

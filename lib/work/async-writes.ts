@@ -185,36 +185,48 @@ export function createAsyncWrites (context: OperationContext, core: Operations, 
 /** Who the request's caller is (its admission key, security/auth.ts principalKey); null without credentials. */
 const callerOf = (request: FastifyRequest): string | null => (request as unknown as { [kCaller]: string | null })[kCaller]
 
-const operationSchema: JsonSchema = {
+/** The monitor's answer and the 202's body (its `operation` then `pending`, without result or error): one component, `OperationStatus`. */
+export const operationStatusSchema: JsonSchema = {
+  $id: 'OperationStatus',
   type: 'object',
   properties: {
-    id: { type: 'string' },
-    status: { type: 'string', enum: ['pending', 'running', 'succeeded', 'failed'] },
-    method: { type: 'string', description: 'The method of the request that was accepted.' },
-    path: { type: 'string', description: 'Its path.' },
-    createdAt: { type: 'string', format: 'date-time' },
-    updatedAt: { type: 'string', format: 'date-time' },
-    result: {
+    data: {
       type: 'object',
-      description: 'succeeded: what the request would have answered synchronously: its status, and its Location, ETag and data when it had them.',
-      properties: { status: { type: 'integer' }, location: { type: 'string' }, etag: { type: 'string' }, data: { type: 'object' } },
-      required: ['status']
-    },
-    error: { $ref: 'Problem#', description: 'failed: the problem document the request would have answered synchronously.' }
+      properties: {
+        operation: {
+          type: 'object',
+          properties: {
+            id: { type: 'string' },
+            status: { type: 'string', enum: ['pending', 'running', 'succeeded', 'failed'] },
+            method: { type: 'string' },
+            path: { type: 'string' },
+            createdAt: { type: 'string', format: 'date-time' },
+            updatedAt: { type: 'string', format: 'date-time' },
+            result: {
+              type: 'object',
+              description: 'succeeded: the synchronous answer\'s status, Location, ETag and data.',
+              properties: { status: { type: 'integer' }, location: { type: 'string' }, etag: { type: 'string' }, data: { type: 'object' } },
+              required: ['status']
+            },
+            error: { $ref: 'Problem#', description: 'failed: the synchronous answer\'s problem.' }
+          },
+          required: ['id', 'status', 'method', 'path', 'createdAt']
+        }
+      },
+      required: ['operation']
+    }
   },
-  required: ['id', 'status', 'method', 'path', 'createdAt']
+  required: ['data']
 }
 
 const retryAfter = { 'Retry-After': { type: 'integer', description: 'While the operation is not finished: seconds to wait before asking again.' } }
 
 /** The 202 every write answers to `Prefer: respond-async`, as documented on each (route schemas' documentedResponses). */
 export const acceptedResponse: JsonSchema = {
-  type: 'object',
-  properties: { data: { type: 'object', properties: { operation: { ...operationSchema, required: ['id', 'status', 'method', 'path', 'createdAt'] } }, required: ['operation'] } },
-  required: ['data'],
-  description: 'Accepted (Prefer: respond-async): the request was checked and kept; it runs shortly, on any instance, exactly once. Its status monitor is at Location.',
+  $ref: 'OperationStatus#',
+  description: 'Accepted (Prefer: respond-async): checked and kept; it runs once, on any instance. Its status monitor is at Location.',
   headers: {
-    Location: { type: 'string', description: 'The status monitor: GET it until status is succeeded or failed.' },
+    Location: { type: 'string', description: 'The status monitor.' },
     'Preference-Applied': { type: 'string', enum: ['respond-async'] },
     ...retryAfter,
     ...requestId
@@ -233,9 +245,7 @@ export function monitorRouteSpec (writes: AsyncWrites, options: SchemaOptions): 
     produces: json,
     documentedResponses: {
       200: {
-        type: 'object',
-        properties: { data: { type: 'object', properties: { operation: operationSchema }, required: ['operation'] } },
-        required: ['data'],
+        $ref: 'OperationStatus#',
         description: 'The operation.',
         headers: { ...retryAfter, ...requestId }
       },
