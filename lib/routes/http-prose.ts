@@ -91,7 +91,7 @@ export function writeHeaders (options: SchemaOptions, extra: Record<string, Json
 
 /** Prefer on the writes that answer with the resource (RFC 7240; http/prefer.ts). */
 export const preferHeader: Record<string, JsonSchema> = {
-  Prefer: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. Other preferences are ignored.' }
+  Prefer: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. respond-async, where this operation documents a 202: answer 202 at once with a status monitor in Location, and do the write shortly. Other preferences are ignored.' }
 }
 /** Idempotency-Key on POST and PATCH (idempotency.ts). */
 export const idempotencyKeyHeader: Record<string, JsonSchema> = {
