@@ -106,7 +106,8 @@ export function createWorkers (stores: readonly Store[], kinds: Readonly<Record<
           return []
         })
       }
-      for (const job of claimed) {
+      // Claimed while stopping (a claim waits for a running transaction on memory and PGlite): left for the lease.
+      for (const job of state.stopping ? [] : claimed) {
         const done: Promise<void> = runJob(store, job).finally(() => {
           running.delete(done)
           wakeAll()
@@ -132,10 +133,10 @@ export function createWorkers (stores: readonly Store[], kinds: Readonly<Record<
     async stop (graceMillis) {
       state.stopping = true
       wakeAll()
-      await Promise.all(loops.splice(0))
       let grace: NodeJS.Timeout | undefined
       const timeUp = new Promise<void>(resolve => { grace = setTimeout(resolve, graceMillis) })
-      await Promise.race([Promise.all(running), timeUp])
+      // A loop may wait on a claim that waits for a running job: both within the grace.
+      await Promise.race([Promise.all([...loops.splice(0), ...running]), timeUp])
       clearTimeout(grace)
     }
   }
