@@ -3,7 +3,7 @@
 // completion undone with its transaction, purging.
 import t from 'tap'
 import { buildApp } from './helpers/app.js'
-import { memoryStore } from '../lib/index.js'
+import { memoryStore, pgliteStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
 
 t.test('off by default: respond-async is ignored and no monitor is served', async t => {
@@ -83,4 +83,19 @@ t.test('outside a transaction, the memory store\'s job writes wait for queued tr
   t.match(await claimed, [{ id: 'c' }])
   await finished
   t.equal(await purged, 1)
+})
+
+t.test('a store without the job methods serves no asynchronous work: its writes answer at once', async t => {
+  const { addJob, claimJobs, holdJob, finishJob, getJob, purgeJobs, ...plain } = memoryStore()
+  const app = await buildApp(t, { async: true, store: plain as Store })
+  const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: { prefer: 'respond-async' }, payload: { name: 'Now' } })
+  t.equal(res.statusCode, 201)
+})
+
+t.test('PGlite with migrate: false and no table of jobs: start-up names its definition', async t => {
+  const { PGlite } = await import('@electric-sql/pglite')
+  const db = await PGlite.create()
+  t.teardown(() => db.close())
+  const store = await pgliteStore({ db, migrate: false })
+  await t.rejects(store.prepare?.([], { idempotencyKeys: false, jobs: true }) as Promise<void>, { name: 'TypeError', message: /api_jobs", where asynchronous work is kept, does not exist, and option migrate is false; create it: CREATE TABLE/ })
 })
