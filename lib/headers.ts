@@ -102,7 +102,7 @@ export const headerTable = {
   'If-Modified-Since': { sent: 'request', on: ['retrieve'], cors: true, schema: { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' } },
   'If-Unmodified-Since': { sent: 'request', on: conditionalWrites, cors: true, schema: { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' } },
   // RFC 7240; http/prefer.ts.
-  Prefer: { sent: 'request', on: ['create', 'replace', 'modify'], cors: true, schema: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. Other preferences are ignored.' } },
+  Prefer: { sent: 'request', on: ['create', 'replace', 'modify'], cors: true, schema: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. respond-async, where this operation documents a 202: answer 202 at once with a status monitor in Location, and do the write shortly. Other preferences are ignored.' } },
   'Idempotency-Key': {
     sent: 'request',
     on: ['create', 'modify', 'batch'],
@@ -172,9 +172,10 @@ export const headerTable = {
   'Request-Id': { sent: 'response', on: 'every answer', exposed: true, kept: false, schema: { type: 'string', description: 'The request identifier (X-Request-Id when the client sent a safe one).' } },
   'Retry-After': {
     sent: 'response',
-    on: '429 (its form by rateLimit.retryAfter), 503 (seconds)',
+    on: '429 (its form by rateLimit.retryAfter), 503 (seconds), 202 and an unfinished status monitor (seconds)',
     exposed: true,
-    kept: false,
+    // A replayed 202 says when to ask its monitor, as the first did.
+    kept: true,
     schema: ({ retryAfter }) => retryAfter === 'date'
       ? { type: 'string', description: 'When to retry, as an HTTP date.', examples: ['Wed, 21 Oct 2015 07:28:00 GMT'] }
       : { type: 'string', description: 'Seconds to wait before retrying.' }

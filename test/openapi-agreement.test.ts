@@ -286,6 +286,14 @@ t.test('every operation, error and paging case: the document and the server agre
     t.ok(res.statusCode >= 400 && res.statusCode < 500, `${exchange.method ?? 'GET'} ${exchange.url} is refused (${res.statusCode})`)
   }
 
+  // Asynchronous work: the 202 of each kind of write, its status monitor (and its headers), an unknown one.
+  const accepted = await send({ method: 'POST', url: '/v1/authors', headers: { prefer: 'respond-async' }, payload: { name: 'Later' } })
+  await send({ method: 'PATCH', url: `/v1/books/${other.id}`, headers: { prefer: 'respond-async', 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ year: 1999 }) })
+  await send({ method: 'DELETE', url: `/v1/books/${books[11].id}`, headers: { prefer: 'respond-async' } })
+  await send({ url: accepted.headers.location as string })
+  await send({ method: 'HEAD', url: accepted.headers.location as string })
+  await send({ url: '/v1/operations/nope' })
+
   // Errors of state: not found, conflicts, failed preconditions, unprocessable, unauthenticated.
   await send({ url: '/v1/books/nope' })
   await send({ method: 'HEAD', url: '/v1/books/nope' })

@@ -2,6 +2,7 @@
 // concerns; receives queries already parsed and checked against the model, never raw query strings.
 import type { ResourceModel, View } from '../registry/model.js'
 import type { ListQuery } from '../query/store-query.js'
+import type { JobStore } from './jobs.js'
 
 export type Fields = Record<string, unknown>
 
@@ -54,6 +55,8 @@ export interface KeptResponse {
 export interface PrepareFeatures {
   /** Idempotency-Key is on: `claimKey` and `keepResponse` will be called. Default true. */
   readonly idempotencyKeys?: boolean
+  /** Asynchronous work is on: the job methods (stores/jobs.ts) will be called. Default false. */
+  readonly jobs?: boolean
 }
 
 /** What claiming a key finds (see Store.claimKey). */
@@ -69,7 +72,7 @@ export type KeyClaim =
  * a filter path reaches the view through a relation of another one. Writes take the registered
  * model: the plugin checks rules before it writes.
  */
-export interface Store {
+export interface Store extends Partial<JobStore> {
   list (view: View, query: ListQuery): Promise<Page>
   get (view: View, id: string, options?: ReadOptions): Promise<StoredRecord | null>
   /** Records with the given values in `field` (batched lookups for expand/include), in no set order. */
