@@ -3,7 +3,7 @@
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import type { Fields, Page, StoredRecord } from '../stores/store.js'
 import type { ListRequest } from '../query/list-query.js'
-import type { CursorCodec } from '../query/cursor.js'
+import type { CursorCodec } from '../paging/cursor.js'
 import type { EnvelopeOptions } from '../registry/derive.js'
 
 export interface Link { readonly rel: string, readonly href: string, readonly [member: string]: string }

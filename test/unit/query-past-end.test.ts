@@ -3,7 +3,7 @@
 // items, with the query the store ran (a nested collection's includes its parent scope).
 import t from 'tap'
 import { buildRegistry } from '../../lib/registry/index.js'
-import { createCursorCodec } from '../../lib/query/cursor.js'
+import { createCursorCodec } from '../../lib/paging/cursor.js'
 import { parseListQuery } from '../../lib/query/list-query.js'
 import type { RawQuery } from '../../lib/query/list-query.js'
 import { listBody } from '../../lib/envelope/index.js'
