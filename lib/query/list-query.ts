@@ -53,15 +53,20 @@ export function listRequestFor (model: ResourceModel, raw: RawQuery, context: Li
 
 const conventionNames = Object.keys(queryParameters) as ParameterName[]
 const itemNames = conventionNames.filter(name => queryParameters[name].item)
+const filterNames = new Set(byPart.filter(({ definition }) => definition.part === 'filter').map(({ name }) => name))
+/**
+ * Every parameter but the window's (read by paging/ once the binding is known), in the table's
+ * order, the filter's last: it reads every name no entry reserves as a simple filter, so an
+ * unknown name is reported after the named parameters' problems.
+ */
+const readOrder = [...conventionNames.filter(name => !windowNames.has(name) && !filterNames.has(name)), ...filterNames]
 
 /** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
 export function parseListQuery (model: ResourceModel, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
   const problems: InvalidParam[] = []
   const readings = readParameters(model, raw, conventionNames, problems)
-  // Every parameter but the window's, in the table's order: the window is read once the binding is known.
   const sent = new Map<ParameterName, Sent<unknown>>()
-  for (const name of conventionNames) {
-    if (windowNames.has(name)) continue
+  for (const name of readOrder) {
     const as = readings.sentAs(name)
     sent.set(name, { value: readings.read(name), as, raw: raw[as] })
   }

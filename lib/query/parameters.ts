@@ -24,7 +24,8 @@ export interface QueryParameter<T> {
   readonly schema: (model: ResourceModel) => JsonSchema | undefined
   /**
    * The value as sent, once (undefined when absent); each problem names the parameter. `query` is
-   * the whole query, which `filter` reads its simple filters from (every name no entry reserves).
+   * the whole query, which `filter` reads its simple filters from (every name no entry reserves);
+   * without it there are none.
    */
   readonly parse: (model: ResourceModel, text: string | undefined, problems: InvalidParam[], query?: RawQuery) => T
 }
