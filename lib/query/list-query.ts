@@ -68,7 +68,7 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
   const sent = new Map<ParameterName, Sent<unknown>>()
   for (const name of readOrder) {
     const as = readings.sentAs(name)
-    sent.set(name, { value: readings.read(name), as, raw: raw[as] })
+    sent.set(name, { name, value: readings.read(name), as, raw: raw[as] })
   }
   const value = <N extends ParameterName>(name: N) => (sent.get(name) as Sent<ReturnType<typeof queryParameters[N]['parse']>>).value
   const expand = value('expand')

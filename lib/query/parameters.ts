@@ -38,7 +38,8 @@ const digits = /^[0-9]+$/
  */
 export const largestCount = Number.MAX_SAFE_INTEGER
 
-type Entry<T> = (name: string) => QueryParameter<T>
+/** An entry's reader, made for the name it is read under. */
+export type Entry<T> = (name: string) => QueryParameter<T>
 
 interface Count {
   readonly minimum: number
@@ -263,6 +264,8 @@ const filter: Entry<FilterReading> = name => ({
 
 /** One parameter of one LIST request: its value, and how it was sent. */
 export interface Sent<T> {
+  /** Its own name, the one its links use. */
+  readonly name: string
   readonly value: T
   /** The name it came under: its own, or its OData name. */
   readonly as: string
@@ -334,7 +337,7 @@ const sortKey = (key: SortKey) => (key.direction === 'desc' ? '-' : '') + key.fi
 /** Keys as `sort` spells them. */
 const sortText = (keys: readonly SortKey[]) => keys.map(sortKey).join(',')
 /** A list as sent, comma-separated or repeated: the links are followed by the client that chose the form. */
-const asSent = (name: string) => ({ raw }: Sent<unknown>): LinkPairs => [[name, raw]]
+const asSent = ({ name, raw }: Sent<unknown>): LinkPairs => [[name, raw]]
 const pageSizeOf = (of: string, value: number): JsonSchema => ({ type: 'integer', enum: [value], description: `${of} (pageSize).` })
 
 /** The conventions' parameters, each named by its key; their order is the document's and the order a repeated one is reported in. */
@@ -343,7 +346,7 @@ const definitions = {
     read: fields,
     part: 'shape',
     odata: { name: '$select' },
-    link: asSent('fields'),
+    link: asSent,
     // The fields returned, the mandatory ones and the relation keys included, in any order.
     bind: (_, { fields }) => [fields === null ? null : [...fields].sort()],
     capability: names('fields', fieldNames, model => `Fields \`fields\` may select; ${model.mandatory.join(', ')} always come.`)
@@ -352,7 +355,7 @@ const definitions = {
     read: filter,
     part: 'filter',
     odata: { name: '$filter' },
-    link: ({ value }) => [['filter', value.text], ...value.simple],
+    link: ({ name, value }) => [[name, value.text], ...value.simple],
     // JSON keeps the parts apart whatever characters they hold.
     bind: ({ value }) => [value.text ?? null, value.simple],
     capability: names('filterable', fieldNames, () => 'Fields `filter` and the simple filters may name; a related resource\'s through its relation (author/name).')
@@ -362,7 +365,7 @@ const definitions = {
     part: 'order',
     odata: { name: '$orderby', read: orderby },
     // `$orderby` as sort's text.
-    link: ({ value, as, raw }) => [['sort', as === 'sort' ? raw : sortText(value)]],
+    link: ({ name, value, as, raw }) => [[name, as === name ? raw : sortText(value)]],
     // The order made total (Paging stability 1): the keys a token's position is made of.
     bind: (_, { sort }) => [sort.map(sortKey)],
     capability: names('sortable', sortableFields, () => 'Fields `sort` may name.')
@@ -399,19 +402,19 @@ const definitions = {
     read: total,
     part: 'count',
     odata: { name: '$count' },
-    link: ({ value }) => [['total', value ? 'true' : undefined]]
+    link: ({ name, value }) => [[name, value ? 'true' : undefined]]
   }),
   expand: define({
     read: relations(() => 'Related resources to embed in each item, comma-separated (a name given twice counts once).'),
     part: 'shape',
     odata: { name: '$expand' },
-    link: asSent('expand'),
+    link: asSent,
     capability: names('expandable', relationNames, () => 'Relations `expand` may embed.')
   }),
   include: define({
     read: relations(model => `Related resources to list in links, comma-separated (a name given twice counts once): one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`),
     part: 'shape',
-    link: asSent('include'),
+    link: asSent,
     capability: names('includable', relationNames, () => 'Relations `include` may link.')
   })
 }
