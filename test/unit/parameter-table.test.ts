@@ -1,8 +1,10 @@
 // The query-parameter table's filter entry (lib/query/parameters.ts, lib/query/filter/from-query.ts;
 // spec "Query parameters on collections", "Advanced filtering (`filter`)"): with the query it
-// reads the simple filters beside its text, without one only its text.
+// reads the simple filters beside its text, without one only its text; a simple filter's text
+// is typed by the filter's checker, as a quoted text in `filter` is beside a date.
 import t from 'tap'
-import { memoryStore } from '../../lib/index.js'
+import { Type } from '@sinclair/typebox'
+import { defineResource, memoryStore } from '../../lib/index.js'
 import { buildRegistry } from '../../lib/registry/index.js'
 import { queryParameters } from '../../lib/query/parameters.js'
 import type { InvalidParam } from '../../lib/errors.js'
@@ -21,4 +23,22 @@ t.test('the filter entry reads the simple filters from the query it is given, an
   t.same(problems, [])
   queryParameters.filter.parse(books, undefined, problems, { colour: 'red', year: 'old' })
   t.same(problems, [{ name: 'colour', reason: 'unknown query parameter or field' }, { name: 'year', reason: "'old' is not an integer" }])
+})
+
+t.test('a date is read alike as a simple filter and quoted in filter; a number is neither', async t => {
+  const [events] = buildRegistry([defineResource({
+    name: 'events',
+    singular: 'event',
+    store: memoryStore(),
+    schema: Type.Object({ id: Type.Readonly(Type.String()), on: Type.String({ format: 'date' }) }, { additionalProperties: false })
+  })])
+  const read = (text: string | undefined, query: Record<string, string>) => {
+    const problems: InvalidParam[] = []
+    return { node: queryParameters.filter.parse(events, text, problems, query).node, problems }
+  }
+  const date = { kind: 'literal', type: 'date', value: '2024-05-01' }
+  t.same(read("on eq '2024-05-01'", {}), { node: { kind: 'compare', op: 'eq', left: { kind: 'field', path: ['on'] }, right: date }, problems: [] })
+  t.same(read(undefined, { on: '2024-05-01' }), read("on eq '2024-05-01'", {}))
+  t.same(read('on eq 5', {}).problems, [{ name: 'filter', reason: "'on' is a date and cannot be compared with 5" }])
+  t.same(read(undefined, { on: '5' }).problems, [{ name: 'on', reason: "'5' is not a date (YYYY-MM-DD)" }])
 })
