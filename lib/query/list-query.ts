@@ -77,13 +77,25 @@ export function parseListQuery (model: ResourceModel, raw: RawQuery, context: Li
     sort: withTieBreaker(model, value('sort')),
     fields: withRelationKeys(value('fields') ?? readableFields(model), [...expand, ...include])
   }
-  const stableQuery = encodeStable(byPart.flatMap(({ name, definition }) => definition.link?.(sent.get(name) as Sent<unknown>) ?? []))
-  const binding = bindingOf(base, byPart.flatMap(({ name, definition }) => definition.bind?.(sent.get(name) as Sent<unknown>, resolved) ?? []))
-  const { window, ...paging } = readWindow(model, readings, resolved.sort, binding, context, problems)
+  const links: LinkPairs[number][] = []
+  const bound: unknown[] = []
+  // Loops, not flatMap, which V8 runs several times slower: this runs for every page read with a token.
+  for (const { name, definition } of byPart) {
+    const one = sent.get(name) as Sent<unknown>
+    if (definition.link !== undefined) links.push(...definition.link(one))
+    if (definition.bind !== undefined) bound.push(...definition.bind(one, resolved))
+  }
+  const stableQuery = encodeStable(links)
+  const binding = bindingOf(base, bound)
+  const paging = readWindow(model, readings, resolved.sort, binding, context, problems)
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
   return {
-    query: { filter: value('filter').node, sort: resolved.sort, window, limit: paging.pageSize, total: value('total') },
-    ...paging,
+    query: { filter: value('filter').node, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total') },
+    pageSize: paging.pageSize,
+    offset: paging.offset,
+    pageOffset: paging.pageOffset,
+    token: paging.token,
+    pagingMode: paging.pagingMode,
     fields: resolved.fields,
     expand,
     include,
