@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptio
 import pg from 'pg'
 // The plugin's own UUIDv7 source (random bytes from a pool), so both sides pay the same for an id.
 import { newUuidV7 as uuidv7 } from '../lib/registry/uuid.js'
-import { createCursorCodec } from '../lib/query/cursor.js'
+import { createCursorCodec } from '../lib/paging/cursor.js'
 import { securityHeaders } from '../lib/security/headers.js'
 import { CURSOR_SECRET, SEED_TIME, generate } from './seed.js'
 import type { BookRow, ReviewRow } from './seed.js'
@@ -159,7 +159,7 @@ function listPage (reply: FastifyReply, list: Exclude<ListRequest, { kind: 'answ
   ]
   if (token !== undefined && items.length > 0) links.push({ rel: 'prev', href: `${prefix}&token=${codec.sealShared({ window: 'before', values: key(items[0]) }, binding)}` })
   if (hasMore && pageSize > 0) {
-    // Tokens shared by the pages of a second, as the plugin's are (lib/query/cursor.ts sealShared).
+    // Tokens shared by the pages of a second, as the plugin's are (lib/paging/cursor.ts sealShared).
     links.push({ rel: 'next', href: `${prefix}&token=${codec.sealShared({ window: 'after', values: key(items[items.length - 1]) }, binding)}` })
     // A token with no position: the page that precedes the end.
     links.push({ rel: 'last', href: `${prefix}&token=${codec.sealShared({ window: 'before', values: [] }, binding)}` })

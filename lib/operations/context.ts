@@ -3,7 +3,7 @@
 // build the operations of a set of options alone.
 import type { Ajv } from 'ajv'
 import { createAjv } from '../validation.js'
-import { createCursorCodec } from '../query/cursor.js'
+import { createCursorCodec } from '../paging/cursor.js'
 import { compileRules } from '../rules/compile.js'
 import { createViews } from '../rules/view.js'
 import type { ResolvedOptions } from '../options.js'

@@ -1,11 +1,10 @@
-// The store reads around a page (spec "Response envelope": expand and include; "Page links"): the
-// related records of the items, one store call per relation (never one per item), and the count
-// an empty offset page past the end needs. The envelope shapes what these read.
+// The store reads around a page or an item (spec "Response envelope": expand and include): the
+// related records of the items, one store call per relation (never one per item). The envelope
+// shapes what these read.
 import type { View, ViewRelation } from '../registry/model.js'
-import type { Fields, ListQuery, Page, Store, StoredRecord } from '../stores/store.js'
+import type { Fields, Store, StoredRecord } from '../stores/store.js'
 import { readableFields } from '../query/list-query.js'
-import type { ListRequest } from '../query/list-query.js'
-import { needsPastEndCount, project } from '../envelope/index.js'
+import { project } from '../envelope/index.js'
 import type { RelatedRecords } from '../envelope/index.js'
 import { compareText } from '../query/filter/evaluate.js'
 
@@ -41,13 +40,3 @@ async function fetchRelation (store: Store, model: View, relation: ViewRelation,
 
 // Children in id order, as the SQL store's ORDER BY id COLLATE "C" gives them.
 const compareIds = (a: unknown, b: unknown) => compareText(String(a), String(b))
-
-/**
- * The number of matches, for an empty offset page past the end (envelope needsPastEndCount), with
- * `ran`, the query the store ran, so that a nested collection counts its own parent's children
- * only. Any other page gets undefined rather than a promise.
- */
-export function countPastEnd (store: Store, model: View, request: ListRequest, page: Page, ran: ListQuery): Promise<number | undefined> | undefined {
-  if (!needsPastEndCount(request, page)) return undefined
-  return store.list(model, { ...ran, window: { kind: 'offset', offset: 0 }, limit: 0, total: true }).then(counted => counted.total)
-}

@@ -1,10 +1,18 @@
 // The query parameters of collections and items, each declared once (spec "Query parameters on
-// collections", "Sorting", "Paging"): list-query.ts reads with these parsers and route-schema.ts
-// documents these schemas, so the OpenAPI document says what the parser takes.
+// collections", "Sorting", "Paging"): one entry per parameter says its names (its own and OData's),
+// how it is read and documented, what the page links repeat of it, what a continuation token is
+// bound to, and what QUERY CAPABILITIES reports of it. list-query.ts reads the query with these
+// entries, route-schema.ts documents them, capabilities.ts reports them and paging/ reads the
+// window's, so the parser, the document, the links and the capabilities cannot drift apart.
 import type { View, ViewRelation } from '../registry/model.js'
 import type { JsonSchema } from '../registry/derive.js'
 import type { SortKey } from './store-query.js'
 import type { InvalidParam } from '../errors.js'
+import { readFilter } from './filter/from-query.js'
+import type { FilterReading } from './filter/from-query.js'
+
+/** A query string as the framework parsed it: a repeated name holds its values in order. */
+export type RawQuery = Record<string, string | string[] | undefined>
 
 export interface QueryParameter<T> {
   readonly name: string
@@ -14,8 +22,12 @@ export interface QueryParameter<T> {
   readonly list: boolean
   /** Its schema in the document, description included; undefined when the model leaves nothing to send. */
   readonly schema: (model: View) => JsonSchema | undefined
-  /** The value as sent, once (undefined when absent); each problem names the parameter. */
-  readonly parse: (model: View, text: string | undefined, problems: InvalidParam[]) => T
+  /**
+   * The value as sent, once (undefined when absent); each problem names the parameter. `query` is
+   * the whole query, which `filter` reads its simple filters from (every name no entry reserves);
+   * without it there are none.
+   */
+  readonly parse: (model: View, text: string | undefined, problems: InvalidParam[], query?: RawQuery) => T
 }
 
 // Leading zeros are read as decimal (`007` is 7): nothing else could be meant.
@@ -26,7 +38,8 @@ const digits = /^[0-9]+$/
  */
 export const largestCount = Number.MAX_SAFE_INTEGER
 
-type Entry<T> = (name: string) => QueryParameter<T>
+/** An entry's reader, made for the name it is read under. */
+export type Entry<T> = (name: string) => QueryParameter<T>
 
 interface Count {
   readonly minimum: number
@@ -66,7 +79,7 @@ function count ({ minimum, description, limit, fallback }: Count): Entry<number 
   })
 }
 
-/** Read as sent: list-query.ts checks it with the rest of the query (the filter with the simple ones, the token against the binding). */
+/** Read as sent: paging/ opens the token against the query's binding. */
 const text = (description: string): Entry<string | undefined> => name => ({
   name,
   item: false,
@@ -193,39 +206,6 @@ const filterGrammar = [
 ].join(' ')
 const pastEnd = 'Past the end the page is empty.'
 
-/** Each entry's name is its key, so it is written once. */
-function named<T extends Record<string, Entry<unknown>>> (entries: T): { readonly [K in keyof T]: ReturnType<T[K]> } {
-  return Object.fromEntries(Object.entries(entries).map(([name, entry]) => [name, entry(name)])) as { readonly [K in keyof T]: ReturnType<T[K]> }
-}
-
-/** The conventions' parameters; each entry is named by its key (named()). */
-const conventions = {
-  fields,
-  filter: text(filterGrammar),
-  sort,
-  token: text('Continuation token from a next or prev link; only valid with the query that produced it.'),
-  offset: count({ minimum: 0, description: () => `Offset paging: 0-based position of the first item. Not with token or pageOffset. ${pastEnd}` }),
-  pageOffset: count({ minimum: 1, description: () => `Offset paging by page number, from 1. Not with token or offset. ${pastEnd}` }),
-  page: count({ minimum: 1, description: () => 'The same as pageOffset.' }),
-  pageSize: count({
-    minimum: 0,
-    description: model => `Items per page, at most ${model.maxPageSize} (maxPageSize); larger is 400.`,
-    limit: { of: model => model.maxPageSize, why: 'maxPageSize' },
-    fallback: model => model.defaultPageSize
-  }),
-  total,
-  expand: relations(() => 'Related resources to embed in each item, comma-separated (a name given twice counts once).'),
-  include: relations(model => `Related resources to list in links, comma-separated (a name given twice counts once): one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`)
-}
-
-/**
- * Every parameter a collection reserves, in the order a repeated one is reported; those marked
- * `item` are RETRIEVE's too. Any other name on a collection is a simple filter.
- */
-export const queryParameters = named(conventions)
-
-export type ParameterName = keyof typeof queryParameters
-
 /** One `$orderby` item as sort's key (`year desc` → `-year`), or what is wrong with it and where. */
 function sortKeyOf (item: string, start: number): { key: string } | { problem: string } {
   const [field, direction, extra] = [...item.matchAll(/\S+/g)].map(word => ({ text: word[0], at: start + (word.index as number) }))
@@ -273,30 +253,200 @@ const orderby: Entry<SortKey[]> = name => {
   }
 }
 
+/** `filter`'s text and the simple filters (every other name of the query), as one tree. */
+const filter: Entry<FilterReading> = name => ({
+  name,
+  item: false,
+  list: false,
+  schema: () => ({ type: 'string', description: filterGrammar }),
+  parse: (model, value, problems, query = {}) => readFilter(model, value, name, query, listParameterNames, problems)
+})
+
+/** One parameter of one LIST request: its value, and how it was sent. */
+export interface Sent<T> {
+  /** Its own name, the one its links use. */
+  readonly name: string
+  readonly value: T
+  /** The name it came under: its own, or its OData name. */
+  readonly as: string
+  /** As sent under that name, a list's repetitions apart. */
+  readonly raw: string | string[] | undefined
+}
+
+/** What a LIST asks of the store once every parameter is read: the order made total, the fields projected. */
+export interface Resolved {
+  readonly sort: readonly SortKey[]
+  readonly fields: ReadonlySet<string> | null
+}
+
+/** `name=value` pairs of a page link; a list repeats its name, an undefined value is left out. */
+export type LinkPairs = ReadonlyArray<readonly [string, string | readonly string[] | undefined]>
+
+/** A member of QUERY CAPABILITIES' body (spec "Operations": OPTIONS). */
+export interface Capability {
+  readonly member: string
+  /** Its value for a model as one caller sees it (rules/view.ts): what it hides is not listed. */
+  readonly of: (model: View) => unknown
+  /** Its schema in the document, from the registered model. */
+  readonly schema: (model: View) => JsonSchema
+}
+
 /**
- * The OData system query options (OData 4.01 URL conventions, "System Query Options") as OData
- * client libraries write them, in the order of the table above: each stands for the parameter it
- * names, with its meaning and its errors, reported under the name sent; `$orderby` has OData's own
- * syntax. Both names of one option together are a 400 (list-query.ts). `$search` and `$apply` take
- * one line each here once `search` and `apply` exist; until then they are unknown names, as
- * `search` and `apply` are.
+ * What a parameter does to a list. The page links, the token's binding and the capabilities list
+ * the parameters by part, in this order: what matches, its order, each item's shape, the count,
+ * the page. The window's parameters are read by paging/ (the page, its size and position).
  */
-const odataNames = {
-  $select: 'fields',
-  $filter: 'filter',
-  $orderby: 'sort',
-  $skip: 'offset',
-  $top: 'pageSize',
-  $count: 'total',
-  $expand: 'expand'
-} as const satisfies Record<`$${string}`, ParameterName>
+const parts = ['filter', 'order', 'shape', 'count', 'window'] as const
 
-/** Where OData's syntax is not the conventions': its own parser and schema. */
-const odataSyntax: Partial<Record<keyof typeof odataNames, Entry<unknown>>> = { $orderby: orderby }
+/** One collection parameter: how it is read, and what it does beside. */
+export interface ParameterDefinition<T> {
+  /** How it is read and documented, under its own name. */
+  readonly read: Entry<T>
+  readonly part: typeof parts[number]
+  /**
+   * Its name among OData's system query options (OData 4.01 URL conventions, "System Query
+   * Options"), meaning the same, with its errors reported under that name; `read` when OData's
+   * syntax is not the conventions'. Both names together are a 400 (readParameters).
+   */
+  readonly odata?: { readonly name: `$${string}`, readonly read?: Entry<T> }
+  /**
+   * What each page link repeats of it, under its own name (Page links 4), whichever name it came
+   * under: either name leads on alike. None for the window's, which each link writes itself.
+   */
+  readonly link?: (sent: Sent<T>) => LinkPairs
+  /** Its part of what a continuation token is bound to (Paging stability 2–3); none when pages may differ in it. */
+  readonly bind?: (sent: Sent<T>, resolved: Resolved) => unknown[]
+  readonly capability?: Capability
+}
 
-function odataParameter (name: keyof typeof odataNames): QueryParameter<unknown> {
-  const means = odataNames[name]
-  const parameter = (odataSyntax[name] ?? conventions[means])(name)
+/** Typed per entry: `link` and `bind` read the value `read` makes. */
+const define = <T>(definition: ParameterDefinition<T>): ParameterDefinition<T> => definition
+
+// An enum names at least one value (JSON Schema validation §6.1.2): an empty list is said by maxItems.
+const nameList = (values: readonly string[], description: string): JsonSchema => values.length === 0
+  ? { type: 'array', items: { type: 'string' }, maxItems: 0, description }
+  : { type: 'array', items: { type: 'string', enum: [...values] }, description }
+
+/** A capability listing names: the document's enum is every name of the registered model. */
+const names = (member: string, of: (model: View) => string[], description: (model: View) => string): Capability =>
+  ({ member, of, schema: model => nameList(of(model), description(model)) })
+
+const fieldNames = (model: View) => [...model.fields.keys()]
+const relationNames = (model: View) => [...model.relations.keys()]
+const sortKey = (key: SortKey) => (key.direction === 'desc' ? '-' : '') + key.field
+/** Keys as `sort` spells them. */
+const sortText = (keys: readonly SortKey[]) => keys.map(sortKey).join(',')
+/** A list as sent, comma-separated or repeated: the links are followed by the client that chose the form. */
+const asSent = ({ name, raw }: Sent<unknown>): LinkPairs => [[name, raw]]
+const pageSizeOf = (of: string, value: number): JsonSchema => ({ type: 'integer', enum: [value], description: `${of} (pageSize).` })
+
+/** The conventions' parameters, each named by its key; their order is the document's and the order a repeated one is reported in. */
+const definitions = {
+  fields: define({
+    read: fields,
+    part: 'shape',
+    odata: { name: '$select' },
+    link: asSent,
+    // The fields returned, the mandatory ones and the relation keys included, in any order.
+    bind: (_, { fields }) => [fields === null ? null : [...fields].sort()],
+    capability: names('fields', fieldNames, model => `Fields \`fields\` may select; ${model.mandatory.join(', ')} always come.`)
+  }),
+  filter: define({
+    read: filter,
+    part: 'filter',
+    odata: { name: '$filter' },
+    link: ({ name, value }) => [[name, value.text], ...value.simple],
+    // JSON keeps the parts apart whatever characters they hold.
+    bind: ({ value }) => [value.text ?? null, value.simple],
+    capability: names('filterable', fieldNames, () => 'Fields `filter` and the simple filters may name; a related resource\'s through its relation (author/name).')
+  }),
+  sort: define({
+    read: sort,
+    part: 'order',
+    odata: { name: '$orderby', read: orderby },
+    // `$orderby` as sort's text.
+    link: ({ name, value, as, raw }) => [[name, as === name ? raw : sortText(value)]],
+    // The order made total (Paging stability 1): the keys a token's position is made of.
+    bind: (_, { sort }) => [sort.map(sortKey)],
+    capability: names('sortable', sortableFields, () => 'Fields `sort` may name.')
+  }),
+  token: define({ read: text('Continuation token from a next or prev link; only valid with the query that produced it.'), part: 'window' }),
+  offset: define({
+    read: count({ minimum: 0, description: () => `Offset paging: 0-based position of the first item. Not with token or pageOffset. ${pastEnd}` }),
+    part: 'window',
+    odata: { name: '$skip' }
+  }),
+  pageOffset: define({ read: count({ minimum: 1, description: () => `Offset paging by page number, from 1. Not with token or offset. ${pastEnd}` }), part: 'window' }),
+  page: define({ read: count({ minimum: 1, description: () => 'The same as pageOffset.' }), part: 'window' }),
+  pageSize: define({
+    read: count({
+      minimum: 0,
+      description: model => `Items per page, at most ${model.maxPageSize} (maxPageSize); larger is 400.`,
+      limit: { of: model => model.maxPageSize, why: 'maxPageSize' },
+      fallback: model => model.defaultPageSize
+    }),
+    part: 'window',
+    odata: { name: '$top' },
+    capability: {
+      member: 'pageSize',
+      of: model => ({ default: model.defaultPageSize, max: model.maxPageSize }),
+      schema: model => ({
+        type: 'object',
+        properties: { default: pageSizeOf('Items per page when pageSize is absent', model.defaultPageSize), max: pageSizeOf('The largest pageSize accepted', model.maxPageSize) },
+        required: ['default', 'max'],
+        description: 'Page sizes.'
+      })
+    }
+  }),
+  total: define({
+    read: total,
+    part: 'count',
+    odata: { name: '$count' },
+    link: ({ name, value }) => [[name, value ? 'true' : undefined]]
+  }),
+  expand: define({
+    read: relations(() => 'Related resources to embed in each item, comma-separated (a name given twice counts once).'),
+    part: 'shape',
+    odata: { name: '$expand' },
+    link: asSent,
+    capability: names('expandable', relationNames, () => 'Relations `expand` may embed.')
+  }),
+  include: define({
+    read: relations(model => `Related resources to list in links, comma-separated (a name given twice counts once): one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`),
+    part: 'shape',
+    link: asSent,
+    capability: names('includable', relationNames, () => 'Relations `include` may link.')
+  })
+}
+
+type Definitions = typeof definitions
+export type ParameterName = keyof Definitions
+type ValueOf<N extends ParameterName> = ReturnType<ReturnType<Definitions[N]['read']>['parse']>
+
+const conventionNames = Object.keys(definitions) as ParameterName[]
+
+/**
+ * Every parameter a collection reserves, by its own name, in the table's order; those marked
+ * `item` are RETRIEVE's too. Any other name on a collection is a simple filter.
+ */
+export const queryParameters = Object.fromEntries(conventionNames.map(name => [name, definitions[name].read(name)])) as
+  { readonly [N in ParameterName]: QueryParameter<ValueOf<N>> }
+
+/**
+ * The entries in the order of their parts (filter, order, shape, count, window), each in the
+ * table's order within its part: the order of the page links' parameters, of a token's binding
+ * and of QUERY CAPABILITIES' members.
+ */
+export const byPart: ReadonlyArray<{ readonly name: ParameterName, readonly definition: ParameterDefinition<unknown> }> = conventionNames
+  .map(name => ({ name, definition: definitions[name] as ParameterDefinition<unknown> }))
+  .sort((a, b) => parts.indexOf(a.definition.part) - parts.indexOf(b.definition.part))
+
+/** The parameters paging/ reads: the page, its size and position. */
+export const windowNames: ReadonlySet<ParameterName> = new Set(conventionNames.filter(name => definitions[name].part === 'window'))
+
+/** Where OData's name is not the conventions', it says so in the document, without a default. */
+function odataParameter (means: ParameterName, name: string, read: Entry<unknown>): QueryParameter<unknown> {
+  const parameter = read(name)
   return {
     ...parameter,
     schema (model) {
@@ -309,9 +459,15 @@ function odataParameter (name: keyof typeof odataNames): QueryParameter<unknown>
   }
 }
 
-/** The OData name of each parameter that has one, by the parameter's own name. */
-export const odataParameters: ReadonlyMap<ParameterName, QueryParameter<unknown>> =
-  new Map((Object.keys(odataNames) as Array<keyof typeof odataNames>).map(name => [odataNames[name], odataParameter(name)]))
+/**
+ * The OData name of each parameter that has one, by the parameter's own name, in the table's
+ * order. `$search` and `$apply` take one line each once `search` and `apply` exist; until then
+ * they are unknown names, as `search` and `apply` are.
+ */
+export const odataParameters: ReadonlyMap<ParameterName, QueryParameter<unknown>> = new Map(conventionNames.flatMap(means => {
+  const { odata, read } = definitions[means] as ParameterDefinition<unknown>
+  return odata === undefined ? [] : [[means, odataParameter(means, odata.name, odata.read ?? read)] as const]
+}))
 
 const entries = [...Object.values(queryParameters), ...odataParameters.values()] as ReadonlyArray<QueryParameter<unknown>>
 const byName: ReadonlyMap<string, QueryParameter<unknown>> = new Map(entries.map(parameter => [parameter.name, parameter]))
@@ -331,6 +487,39 @@ export function singleValue (name: string, value: string | string[] | undefined,
   if ((byName.get(name) as QueryParameter<unknown>).list) return value.join(',')
   problems.push({ name, reason: 'must be given at most once' })
   return undefined
+}
+
+/** The parameters of one request as readParameters read them. */
+export interface Readings {
+  /** Each one's text as one value, under the name it was sent as; undefined when absent. */
+  readonly given: Partial<Record<ParameterName, string>>
+  /** Its value, parsed when asked for (`page` is read only without `pageOffset`). */
+  readonly read: <N extends ParameterName>(name: N) => ValueOf<N>
+  /** The name it was sent as: its own or its OData name. */
+  readonly sentAs: (name: ParameterName) => string
+}
+
+/**
+ * Reads each of `names` once, under the name it was sent as: its own, or its OData name, whose
+ * parser then names it in each problem. Both names of one option are a problem naming each, and
+ * the option is read as absent.
+ */
+export function readParameters (model: View, raw: RawQuery, names: readonly ParameterName[], problems: InvalidParam[]): Readings {
+  const given: Partial<Record<ParameterName, string>> = {}
+  const parameters: Partial<Record<ParameterName, QueryParameter<unknown>>> = {}
+  for (const name of names) {
+    const odata = odataParameters.get(name)
+    const parameter = odata !== undefined && raw[odata.name] !== undefined ? odata : queryParameters[name]
+    parameters[name] = parameter
+    if (parameter !== odata || raw[name] === undefined) {
+      given[name] = singleValue(parameter.name, raw[parameter.name], problems)
+    } else {
+      for (const sent of [name, odata.name]) problems.push({ name: sent, reason: `${name} and ${odata.name} are one option: send one of them` })
+    }
+  }
+  const sentAs = (name: ParameterName): string => (parameters[name] as QueryParameter<unknown>).name
+  const read = <N extends ParameterName>(name: N) => (parameters[name] as QueryParameter<unknown>).parse(model, given[name], problems, raw) as ValueOf<N>
+  return { given, read, sentAs }
 }
 
 /** The documented schemas of LIST's reserved parameters, or RETRIEVE's, by name. */

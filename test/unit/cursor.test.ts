@@ -1,8 +1,8 @@
-// Unit tests for lib/query/cursor.ts: continuation tokens (spec "Paging" → "Token-based paging").
+// Unit tests for lib/paging/cursor.ts: continuation tokens (spec "Paging" → "Token-based paging").
 // Raw tokens are built by hand where the codec would never produce them, to reach every refusal.
 import t from 'tap'
 import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto'
-import { CursorError, createCursorCodec, randomCursorSecret, type CursorCodec, type CursorPosition, type CursorProblem } from '../../lib/query/cursor.js'
+import { CursorError, createCursorCodec, randomCursorSecret, type CursorCodec, type CursorPosition, type CursorProblem } from '../../lib/paging/cursor.js'
 
 const SECRET = 'an-old-but-still-valid-secret-0001'
 const NEW_SECRET = 'the-newest-secret-of-them-all-0002'

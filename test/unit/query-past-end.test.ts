@@ -1,13 +1,13 @@
-// Unit tests for the links of an offset page past the end (lib/operations/related.ts countPastEnd, lib/envelope/index.ts listBody; spec
+// Unit tests for the links of an offset page past the end (lib/paging/index.ts countPastEnd, lib/envelope/index.ts listBody; spec
 // "Page links", "Client-driven paging" 3): one count names the last page with
 // items, with the query the store ran (a nested collection's includes its parent scope).
 import t from 'tap'
 import { buildRegistry } from '../../lib/registry/index.js'
-import { createCursorCodec } from '../../lib/query/cursor.js'
+import { createCursorCodec } from '../../lib/paging/cursor.js'
 import { parseListQuery } from '../../lib/query/list-query.js'
 import type { RawQuery } from '../../lib/query/list-query.js'
 import { listBody } from '../../lib/envelope/index.js'
-import { countPastEnd } from '../../lib/operations/related.js'
+import { countPastEnd } from '../../lib/paging/index.js'
 import type { EnvelopeContext } from '../../lib/envelope/index.js'
 import type { FilterNode } from '../../lib/query/filter/ast.js'
 import type { ListQuery } from '../../lib/stores/store.js'

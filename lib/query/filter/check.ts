@@ -4,7 +4,7 @@
 import { FUNCTIONS } from './ast.js'
 import type { FieldRef, FilterNode, Literal, Operand } from './ast.js'
 import { compilePredicate } from './evaluate.js'
-import type { FieldType, View } from '../../registry/model.js'
+import type { FieldModel, FieldType, View } from '../../registry/model.js'
 import { isDate, isDateTime } from '../../values/iso-date.js'
 
 /** The filter names a field that does not exist or compares values of different types. */
@@ -227,8 +227,8 @@ function coerce (literal: Literal, type: FieldType, subject: Operand): Literal {
     case 'datetime': {
       if (literal.type === type || literal.type === 'datetime') return literal
       if (literal.type === 'date') return { kind: 'literal', type: 'datetime', value: `${literal.value}T00:00:00Z` }
-      const valid = type === 'date' ? isDate : isDateTime
-      if (literal.type === 'string' && valid(literal.value)) return { kind: 'literal', type, value: literal.value }
+      const typed = literal.type === 'string' ? fromText[type](literal.value) : undefined
+      if (typed !== undefined) return typed
       break
     }
   }
@@ -249,4 +249,40 @@ function label (operand: Operand): string {
         default: return String(operand.value)
       }
   }
+}
+
+const numberText = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/
+
+/**
+ * Text read as a value of each type, unquoted: a simple filter's value (`?year=1964`), and a quoted
+ * text beside a date or a date-time in `filter` (coerce), so both forms accept the same dates.
+ */
+const fromText: Readonly<Record<FieldType, (text: string) => Literal | undefined>> = {
+  string: text => ({ kind: 'literal', type: 'string', value: text }),
+  integer: text => /^-?(0|[1-9]\d{0,15})$/.test(text) ? { kind: 'literal', type: 'number', value: Number(text) } : undefined,
+  number: text => numberText.test(text) && Number.isFinite(Number(text)) ? { kind: 'literal', type: 'number', value: Number(text) } : undefined,
+  boolean: text => text === 'true' || text === 'false' ? { kind: 'literal', type: 'boolean', value: text === 'true' } : undefined,
+  date: text => isDate(text) ? { kind: 'literal', type: 'date', value: text } : undefined,
+  datetime: text => isDateTime(text) ? { kind: 'literal', type: 'datetime', value: text } : undefined,
+  json: () => undefined
+}
+
+/** What a simple filter's text must be for a field of each type: its refusal says so. */
+export const textForms: Readonly<Record<FieldType, string>> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: "'true' or 'false'",
+  date: 'a date (YYYY-MM-DD)',
+  datetime: 'a date-time (RFC 3339)',
+  json: 'null (an object or array field matches only null)'
+}
+
+/**
+ * A simple filter's text (`?year=1964`) as a literal of the field's type, or undefined when it is
+ * none (textForms says what it must be); `null` matches a null value of a non-string field.
+ */
+export function coerceLiteral (field: FieldModel, text: string): Literal | undefined {
+  if (text === 'null' && field.nullable && field.type !== 'string') return { kind: 'literal', type: 'null', value: null }
+  return fromText[field.type](text)
 }
