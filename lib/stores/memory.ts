@@ -14,6 +14,7 @@ import { storedFields } from '../values/storable.js'
 import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
 import { ConflictError, OptionsInvalidError } from '../errors.js'
 import { keepBounded } from '../bounded.js'
+import { memoryChangeLog } from './change-log.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 type Predicate = (record: Fields) => boolean
@@ -90,6 +91,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   const kept = new Map<string, Kept>()
   /** Keys claimed by running transactions, each mapped to the set of keys its transaction claimed. */
   const claims = new Map<string, Set<string>>()
+  const changeLog = memoryChangeLog()
 
   function table (model: ResourceModel): Table {
     let found = tables.get(model.name)
@@ -381,6 +383,10 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
       claimKey: async key => claimKey(claimed, key),
       keepResponse: async (key, fingerprint, response, expiresAt) => keepResponse(journal, key, fingerprint, response, expiresAt),
       purgeKeys: async before => purgeKeys(journal, before),
+      // The last step of a transaction's work (see Store): nothing after it can fail, so nothing to undo.
+      appendChanges: async changes => { changeLog.append(changes) },
+      readChanges: async query => changeLog.read(query),
+      purgeChanges: async before => changeLog.purge(before),
       // A transaction inside this one joins it.
       transaction: async inner => await inner(store),
       // The store that began the transaction owns the tables.
@@ -420,6 +426,11 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
       return waiting === 0 ? purgeKeys(null, before) : await serialize(() => purgeKeys(null, before))
     },
     transaction: async work => await serialize(async () => await run(work)),
+    async appendChanges (changes) {
+      await serialize(() => { changeLog.append(changes) })
+    },
+    readChanges: async query => changeLog.read(query),
+    purgeChanges: async before => changeLog.purge(before),
     async close () {
       tables.clear()
       kept.clear()

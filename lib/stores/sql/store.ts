@@ -8,10 +8,12 @@ import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
-import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import type { ChangeQuery, ChangeRead, Fields, KeptResponse, KeyClaim, ListQuery, NewChange, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import { changeStatements, decodeChanges, migrateChanges } from './changes.js'
 import { compileFilter, compileList } from './compile.js'
 import type { CompileContext, CompiledList } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
+import { CHANGES_TABLE } from './changes.js'
 import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
 import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
@@ -69,7 +71,10 @@ class TableNotPrepared extends Error {}
 /** Stands for the table of kept responses among the tables a transaction met unprepared. */
 const KEYS = Symbol('the table of kept responses')
 
-/** The table of kept responses, its readiness shared by a store and its transactions' stores. */
+/** Stands for the change log among the tables a transaction met unprepared. */
+const CHANGES = Symbol('the change log')
+
+/** The table of kept responses (or the change log), its readiness shared by a store and its transactions' stores. */
 interface KeysTable {
   readonly ref: Sql
   ready: Promise<void> | undefined
@@ -95,9 +100,11 @@ export class SqlStore implements Store {
   /** Where statements run: the database, or the connection of the transaction this store belongs to. */
   #query: QueryFunction
   /** In a transaction's store: the models it met whose tables were not prepared (see transaction). */
-  #unprepared: Array<ResourceModel | typeof KEYS> | undefined
+  #unprepared: Array<ResourceModel | typeof KEYS | typeof CHANGES> | undefined
   /** Shared with its transactions' stores, as the tables are. */
   #keys: KeysTable
+  #changes: KeysTable
+  readonly #changeStatements: ReturnType<typeof changeStatements>
   /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
   readonly #reads: ReadRouter | undefined
   /** Lists compiled by query object: the routes keep one per query and view (listRequestFor). */
@@ -110,10 +117,12 @@ export class SqlStore implements Store {
     this.#context = { tableOf: model => this.#tableOf(model), caseCollation: settings.caseCollation }
     this.#query = db.query
     this.#keys = { ref: ident(settings.schema, KEYS_TABLE), ready: undefined, prepared: false }
+    this.#changes = { ref: ident(settings.schema, CHANGES_TABLE), ready: undefined, prepared: false }
+    this.#changeStatements = changeStatements(settings.schema)
   }
 
   /** A store running its statements through `query`, on this store's tables. */
-  #bound (query: QueryFunction, unprepared: Array<ResourceModel | typeof KEYS>): SqlStore {
+  #bound (query: QueryFunction, unprepared: Array<ResourceModel | typeof KEYS | typeof CHANGES>): SqlStore {
     const store = new SqlStore(this.#db, this.#settings)
     store.#tables = this.#tables
     store.#ready = this.#ready
@@ -122,6 +131,7 @@ export class SqlStore implements Store {
     store.#query = query
     store.#unprepared = unprepared
     store.#keys = this.#keys
+    store.#changes = this.#changes
     return store
   }
 
@@ -151,19 +161,24 @@ export class SqlStore implements Store {
     for (const model of models) await this.#prepare(model).catch(unlessUnavailable)
     // Without Idempotency-Key the table is never used, so `migrate: false` need not have it.
     if (features.idempotencyKeys !== false) await this.#prepareKeys().catch(unlessUnavailable)
+    if (features.changes === true) await this.#prepareKeys(CHANGES).catch(unlessUnavailable)
   }
 
-  /** The table of kept responses, checked and created if missing before first use, as #prepare does a model's. */
-  async #prepareKeys (): Promise<void> {
-    const keys = this.#keys
+  /**
+   * The table of kept responses (or the change log), checked and created if missing before first
+   * use, as #prepare does a model's.
+   */
+  async #prepareKeys (which: typeof KEYS | typeof CHANGES = KEYS): Promise<void> {
+    const keys = which === KEYS ? this.#keys : this.#changes
     if (keys.prepared) return
     if (this.#unprepared !== undefined) {
-      this.#unprepared.push(KEYS)
-      throw new TableNotPrepared('the table of kept responses is not prepared')
+      this.#unprepared.push(which)
+      throw new TableNotPrepared(which === KEYS ? 'the table of kept responses is not prepared' : 'the change log is not prepared')
     }
     if (keys.ready === undefined) {
       const { schema, migrate: alter } = this.#settings
-      const check = async (query: QueryFunction) => await migrateKeys(fragment => run(query, fragment), schema, { alter })
+      const migrateTable = which === KEYS ? migrateKeys : migrateChanges
+      const check = async (query: QueryFunction) => await migrateTable(fragment => run(query, fragment), schema, { alter })
       const ready = (alter ? this.#db.transaction(check) : check(this.#db.query)).then(() => { keys.prepared = true })
       keys.ready = ready
       ready.catch(() => { keys.ready = undefined })
@@ -221,9 +236,9 @@ export class SqlStore implements Store {
     }
   }
 
-  /** A statement on the table of kept responses: no model's errors to map, only unavailability. */
-  async #runKeys (fragment: Sql): Promise<unknown[][]> {
-    await this.#prepareKeys()
+  /** A statement on the table of kept responses (or the change log): no model's errors to map, only unavailability. */
+  async #runKeys (fragment: Sql, which: typeof KEYS | typeof CHANGES = KEYS): Promise<unknown[][]> {
+    await this.#prepareKeys(which)
     try {
       return await run(this.#query, fragment)
     } catch (error) {
@@ -419,6 +434,21 @@ export class SqlStore implements Store {
     return Number(count)
   }
 
+  /** The change log (stores/sql/changes.ts): appended in a transaction, as its last statement. */
+  async appendChanges (changes: readonly NewChange[]): Promise<void> {
+    if (this.#unprepared === undefined) return await this.transaction(async tx => await tx.appendChanges?.(changes))
+    if (changes.length > 0) await this.#runKeys(this.#changeStatements.append(changes), CHANGES)
+  }
+
+  async readChanges (query: ChangeQuery): Promise<ChangeRead> {
+    return decodeChanges(await this.#runKeys(this.#changeStatements.read(query), CHANGES), query.limit)
+  }
+
+  async purgeChanges (before: Date): Promise<number> {
+    const [[count]] = await this.#runKeys(this.#changeStatements.purge(before), CHANGES)
+    return Number(count)
+  }
+
   /**
    * Runs `work` in one PostgreSQL transaction at the server's default isolation, READ COMMITTED:
    * each statement sees what was committed before it began, so work that reads a record to write
@@ -433,7 +463,7 @@ export class SqlStore implements Store {
   async transaction<T> (work: (store: Store) => Promise<T>): Promise<T> {
     if (this.#unprepared !== undefined) return await work(this)
     for (let attempt = 1; ; attempt++) {
-      const unprepared: Array<ResourceModel | typeof KEYS> = []
+      const unprepared: Array<ResourceModel | typeof KEYS | typeof CHANGES> = []
       let workFailed = false
       try {
         const result = await this.#db.transaction(async query => {
@@ -452,7 +482,7 @@ export class SqlStore implements Store {
         return result
       } catch (error) {
         if (unprepared.length > 0) {
-          for (const model of unprepared) await (model === KEYS ? this.#prepareKeys() : this.#prepare(model))
+          for (const model of unprepared) await (typeof model === 'symbol' ? this.#prepareKeys(model) : this.#prepare(model))
           attempt--
         } else if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) {
           // What work threw is already the store's answer; BEGIN, COMMIT or the connection failing is the driver's.
