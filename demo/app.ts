@@ -109,6 +109,7 @@ async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServer
     resources: demoResources(store),
     cursorSecret: config.cursorSecret,
     requireIfMatch: config.requireIfMatch,
+    changes: { retention: config.changesRetention },
     openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },
     ...demoSecurityOptions(config, redis)
   })

@@ -63,6 +63,7 @@ const operationNames = {
   delete: 'DELETE',
   capabilities: 'QUERY CAPABILITIES',
   batch: 'BATCH',
+  changes: 'CHANGES',
   document: 'OPENAPI DOCUMENT',
   docs: 'DOCS PAGE',
   'problem-types': 'PROBLEM TYPES'
