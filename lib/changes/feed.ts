@@ -104,10 +104,13 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
     return found
   }
 
-  /** What the caller sees of a read, and where the next read starts (past what it may not see too). */
+  /**
+   * What the caller sees of a read, and where the next read starts: past what it may not see too;
+   * past the head when nothing matched (positions follow commit order, so nothing will commit below it).
+   */
   const shown = (principal: unknown, found: ChangeRead, after: bigint | null) => ({
     changes: found.changes.map(change => present(principal, change)).filter((change): change is ShownChange => change !== null),
-    next: found.changes.at(-1)?.position ?? (after === null ? null : String(after))
+    next: found.changes.at(-1)?.position ?? (after !== null && after > BigInt(found.head) ? String(after) : found.head)
   })
 
   async function page (request: FastifyRequest, reply: FastifyReply, query: FeedQuery) {
@@ -127,7 +130,7 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
         return body
       }
       // Nothing the caller sees yet: wait past what was read, until a commit or the deadline.
-      if (next !== null) after = BigInt(next)
+      after = BigInt(next)
       await wakeups.next(found.head, deadline)
     }
   }
@@ -140,7 +143,8 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
     streams.add(controller)
     const raw = reply.raw
     reply.hijack()
-    raw.writeHead(200, { ...reply.getHeaders() as Record<string, string>, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' })
+    // Connection: close, so that a stream ended as the server closes does not leave an idle connection it waits for.
+    raw.writeHead(200, { ...reply.getHeaders() as Record<string, string>, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
     const end = () => controller.abort()
     request.raw.once('close', end)
     let after = query.after
@@ -155,7 +159,7 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
           raw.write(text)
           lastWrite = Date.now()
         }
-        if (next !== null) after = BigInt(next)
+        after = BigInt(next)
         if (!found.hasMore) await wakeups.next(found.head, lastWrite + settings.heartbeat, controller.signal)
         if (controller.signal.aborted) break
         found = await read(query, after, query.pageSize)
