@@ -25,7 +25,7 @@ export interface HeaderContext {
 type Documented = JsonSchema | ((context: HeaderContext) => JsonSchema)
 
 /** Where a request header is taken: every operation, or the ones listed (`batch`: the batch route). */
-export type Taker = OperationName | 'batch'
+export type Taker = OperationName | 'batch' | 'changes'
 
 export interface RequestHeader {
   readonly sent: 'request'
@@ -115,6 +115,8 @@ export const headerTable = {
       description: `A key of your choosing, unique per request you mean (a structured-field string such as "4f6b0d2e-5a1c-4e8b-9f3a-2c7d1e0b6a95", or bare), 1 to ${maxKeyLength} printable ASCII characters: the answer is kept, and a retry with the same key and body gets it again with Idempotent-Replayed: true, nothing written twice. The same key with another body is 422; while the first request still runs, 409. Keys are per caller, method and path.`
     })
   },
+  // Server-Sent Events (changes/feed.ts); a browser's EventSource sends it when it reconnects.
+  'Last-Event-ID': { sent: 'request', on: ['changes'], cors: true, schema: { type: 'string', description: 'With Accept: text/event-stream: the position of the last event received; the stream resumes after it.' } },
   'X-Request-Id': { sent: 'request', on: 'every', cors: true, schema: { type: 'string', description: 'Request identifier, echoed as Request-Id; when absent, unsafe or too long, the server generates one.' } },
   Date: {
     sent: 'request',

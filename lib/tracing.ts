@@ -64,6 +64,7 @@ const operationNames = {
   capabilities: 'QUERY CAPABILITIES',
   batch: 'BATCH',
   'operation-status': 'OPERATION STATUS',
+  changes: 'CHANGES',
   document: 'OPENAPI DOCUMENT',
   docs: 'DOCS PAGE',
   'problem-types': 'PROBLEM TYPES'

@@ -16,6 +16,7 @@ import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, SortKey, Store, S
 import type { Job, NewJob } from './jobs.js'
 import { ConflictError, OptionsInvalidError } from '../errors.js'
 import { keepBounded } from '../bounded.js'
+import { memoryChangeLog } from './change-log.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 type Predicate = (record: Fields) => boolean
@@ -108,6 +109,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   const claims = new Map<string, Set<string>>()
   /** The work queue's jobs by id, in the order they were added. */
   const jobs = new Map<string, KeptJob>()
+  const changeLog = memoryChangeLog()
 
   /** The table of a view's registered model. */
   function table ({ model }: View): Table {
@@ -454,6 +456,10 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
       finishJob: async (id, state, outcome, keepUntil) => finishJob(journal, id, state, outcome, keepUntil),
       getJob,
       purgeJobs: async before => purgeJobs(journal, before),
+      // The last step of a transaction's work (see Store): nothing after it can fail, so nothing to undo.
+      appendChanges: async changes => { changeLog.append(changes) },
+      readChanges: async query => changeLog.read(query),
+      purgeChanges: async before => changeLog.purge(before),
       // A transaction inside this one joins it.
       transaction: async inner => await inner(store),
       // The store that began the transaction owns the tables.
@@ -510,6 +516,11 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
       return waiting === 0 ? purgeJobs(null, before) : await serialize(() => purgeJobs(null, before))
     },
     transaction: async work => await serialize(async () => await run(work)),
+    async appendChanges (changes) {
+      await serialize(() => { changeLog.append(changes) })
+    },
+    readChanges: async query => changeLog.read(query),
+    purgeChanges: async before => changeLog.purge(before),
     async close () {
       tables.clear()
       kept.clear()

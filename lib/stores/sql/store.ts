@@ -9,12 +9,14 @@ import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
-import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import type { ChangeQuery, ChangeRead, Fields, KeptResponse, KeyClaim, ListQuery, NewChange, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
 import type { Job, NewJob } from '../jobs.js'
 import { JOBS_TABLE, jobOf, jobStatements, migrateJobs } from './jobs.js'
+import { changeStatements, decodeChanges, migrateChanges } from './changes.js'
 import { compileFilter, compileList } from './compile.js'
 import type { CompileContext, CompiledList } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
+import { CHANGES_TABLE } from './changes.js'
 import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
 import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
@@ -69,12 +71,14 @@ const TRANSACTION_ATTEMPTS = 3
 /** What a transaction's store throws on meeting a table not yet prepared; never leaves `transaction`. */
 class TableNotPrepared extends Error {}
 
-/** Stand for the table of kept responses, and the work queue's, among the tables a transaction met unprepared. */
+/** Stand for the tables beside the models' (kept responses, the work queue's, the change log) among those a transaction met unprepared. */
 const KEYS = Symbol('the table of kept responses')
 const JOBS = Symbol('the table of jobs')
-type Unprepared = Array<ResourceModel | typeof KEYS | typeof JOBS>
+const CHANGES = Symbol('the change log')
+type SideTable = typeof KEYS | typeof JOBS | typeof CHANGES
+type Unprepared = Array<ResourceModel | SideTable>
 
-/** The table of kept responses (or of jobs), its readiness shared by a store and its transactions' stores. */
+/** A table beside the models' (kept responses, jobs, the change log), its readiness shared by a store and its transactions' stores. */
 interface KeysTable {
   readonly ref: Sql
   ready: Promise<void> | undefined
@@ -104,6 +108,8 @@ export class SqlStore implements Store {
   /** Shared with its transactions' stores, as the tables are. */
   #keys: KeysTable
   #jobs: KeysTable
+  #changes: KeysTable
+  readonly #changeStatements: ReturnType<typeof changeStatements>
   /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
   readonly #reads: ReadRouter | undefined
   /** Lists compiled by query object: the routes keep one per query and view (listRequestFor). */
@@ -117,6 +123,8 @@ export class SqlStore implements Store {
     this.#query = db.query
     this.#keys = { ref: ident(settings.schema, KEYS_TABLE), ready: undefined, prepared: false }
     this.#jobs = { ref: ident(settings.schema, JOBS_TABLE), ready: undefined, prepared: false }
+    this.#changes = { ref: ident(settings.schema, CHANGES_TABLE), ready: undefined, prepared: false }
+    this.#changeStatements = changeStatements(settings.schema)
   }
 
   /** A store running its statements through `query`, on this store's tables. */
@@ -130,6 +138,7 @@ export class SqlStore implements Store {
     store.#unprepared = unprepared
     store.#keys = this.#keys
     store.#jobs = this.#jobs
+    store.#changes = this.#changes
     return store
   }
 
@@ -158,11 +167,12 @@ export class SqlStore implements Store {
     // Without Idempotency-Key the table is never used, so `migrate: false` need not have it.
     if (features.idempotencyKeys !== false) await this.#prepareKeys().catch(unlessUnavailable)
     if (features.jobs === true) await this.#prepareKeys(JOBS).catch(unlessUnavailable)
+    if (features.changes === true) await this.#prepareKeys(CHANGES).catch(unlessUnavailable)
   }
 
-  /** The table of kept responses (or of jobs), checked and created if missing before first use, as #prepare does a model's. */
-  async #prepareKeys (which: typeof KEYS | typeof JOBS = KEYS): Promise<void> {
-    const keys = which === KEYS ? this.#keys : this.#jobs
+  /** A table beside the models' (kept responses, jobs, the change log), checked and created if missing before first use, as #prepare does a model's. */
+  async #prepareKeys (which: SideTable = KEYS): Promise<void> {
+    const keys = which === KEYS ? this.#keys : which === JOBS ? this.#jobs : this.#changes
     if (keys.prepared) return
     if (this.#unprepared !== undefined) {
       this.#unprepared.push(which)
@@ -170,7 +180,7 @@ export class SqlStore implements Store {
     }
     if (keys.ready === undefined) {
       const { schema, migrate: alter } = this.#settings
-      const migrateTable = which === KEYS ? migrateKeys : migrateJobs
+      const migrateTable = which === KEYS ? migrateKeys : which === JOBS ? migrateJobs : migrateChanges
       const check = async (query: QueryFunction) => await migrateTable(fragment => run(query, fragment), schema, { alter })
       const ready = (alter ? this.#db.transaction(check) : check(this.#db.query)).then(() => { keys.prepared = true })
       keys.ready = ready
@@ -228,8 +238,8 @@ export class SqlStore implements Store {
     }
   }
 
-  /** A statement on the table of kept responses (or of jobs): no model's errors to map, only unavailability. */
-  async #runKeys (fragment: Sql, which: typeof KEYS | typeof JOBS = KEYS): Promise<unknown[][]> {
+  /** A statement on a table beside the models' (kept responses, jobs, the change log): no model's errors to map, only unavailability. */
+  async #runKeys (fragment: Sql, which: SideTable = KEYS): Promise<unknown[][]> {
     await this.#prepareKeys(which)
     try {
       return await run(this.#query, fragment)
@@ -457,6 +467,21 @@ export class SqlStore implements Store {
     return Number(count)
   }
 
+  /** The change log (stores/sql/changes.ts): appended in a transaction, as its last statement. */
+  async appendChanges (changes: readonly NewChange[]): Promise<void> {
+    if (this.#unprepared === undefined) return await this.transaction(async tx => await tx.appendChanges?.(changes))
+    if (changes.length > 0) await this.#runKeys(this.#changeStatements.append(changes), CHANGES)
+  }
+
+  async readChanges (query: ChangeQuery): Promise<ChangeRead> {
+    return decodeChanges(await this.#runKeys(this.#changeStatements.read(query), CHANGES), query.limit)
+  }
+
+  async purgeChanges (before: Date): Promise<number> {
+    const [[count]] = await this.#runKeys(this.#changeStatements.purge(before), CHANGES)
+    return Number(count)
+  }
+
   /**
    * Runs `work` in one PostgreSQL transaction at the server's default isolation, READ COMMITTED:
    * each statement sees what was committed before it began, so work that reads a record to write
@@ -490,7 +515,7 @@ export class SqlStore implements Store {
         return result
       } catch (error) {
         if (unprepared.length > 0) {
-          for (const model of unprepared) await (model === KEYS || model === JOBS ? this.#prepareKeys(model) : this.#prepare(model))
+          for (const model of unprepared) await (typeof model === 'symbol' ? this.#prepareKeys(model) : this.#prepare(model))
           attempt--
         } else if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) {
           // What work threw is already the store's answer; BEGIN, COMMIT or the connection failing is the driver's.
