@@ -7,6 +7,7 @@
 // (Content-Security-Policy …) are security/headers.ts's; the modules that read or send a header
 // still name it in lower case where they do.
 import type { JsonSchema } from './registry/derive.js'
+import { bodyWrites, itemWrites, keyedOperations } from './operations/table.js'
 import type { OperationName } from './operations/table.js'
 import type { ResolvedRateLimit } from './security/rate-limit.js'
 import { maxAuditHeaderLength } from './security/audit-headers.js'
@@ -76,7 +77,9 @@ const calendarDay = `(?:(?:0[1-9]|1\\d|2[0-8]) ${months}|(?:29|30) (?:Jan|Mar|Ap
 const etagList = 'A list of entity tags, or *.'
 /** http/conditional.ts: * or a comma-separated list of entity tags (RFC 9110 §8.8.3); otherwise 400. */
 export const etagListPattern = '^(?:\\*|(?:W/)?"[\\x21\\x23-\\x7e]*"(?:, ?(?:W/)?"[\\x21\\x23-\\x7e]*")*)$'
-const conditionalWrites = ['replace', 'modify', 'delete'] as const
+const conditionalWrites = itemWrites
+/** The operations that read a body. */
+const bodyTakers = [...bodyWrites] as OperationName[]
 
 /**
  * The table. Its order is the order of the CORS lists, and of the document's header parameters
@@ -85,7 +88,7 @@ const conditionalWrites = ['replace', 'modify', 'delete'] as const
 export const headerTable = {
   // Request headers.
   Authorization: { sent: 'request', on: 'every', cors: true }, // documented by the security schemes (openapi/security-schemes.ts)
-  'Content-Type': { sent: 'request', on: ['create', 'replace', 'modify', 'batch'], cors: true }, // documented by each request body's media types
+  'Content-Type': { sent: 'request', on: [...bodyTakers, 'batch'], cors: true }, // documented by each request body's media types
   'If-Match': {
     sent: 'request',
     on: conditionalWrites,
@@ -102,10 +105,10 @@ export const headerTable = {
   'If-Modified-Since': { sent: 'request', on: ['retrieve'], cors: true, schema: { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' } },
   'If-Unmodified-Since': { sent: 'request', on: conditionalWrites, cors: true, schema: { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' } },
   // RFC 7240; http/prefer.ts.
-  Prefer: { sent: 'request', on: ['create', 'replace', 'modify'], cors: true, schema: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. respond-async, where this operation documents a 202: answer 202 at once with a status monitor in Location, and do the write shortly. Other preferences are ignored.' } },
+  Prefer: { sent: 'request', on: bodyTakers, cors: true, schema: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. respond-async, where this operation documents a 202: answer 202 at once with a status monitor in Location, and do the write shortly. Other preferences are ignored.' } },
   'Idempotency-Key': {
     sent: 'request',
-    on: ['create', 'modify', 'batch'],
+    on: [...keyedOperations, 'batch'],
     cors: true,
     only: 'idempotency',
     schema: ({ maxKeyLength }) => ({

@@ -55,6 +55,10 @@ const names = Object.keys(operationTable) as OperationName[]
 export const resourceOperations = names.filter((name): name is ResourceOperation => name !== 'capabilities')
 export const writeOperations = names.filter((name): name is WriteOperation => operationTable[name].kind === 'write')
 export const bodyWrites: ReadonlySet<string> = new Set(names.filter(name => operationTable[name].body !== null))
+/** The operations an Idempotency-Key applies to. */
+export const keyedOperations = names.filter(name => operationTable[name].keyed)
+/** The writes of a record that exists: what If-Match and the other write preconditions apply to. */
+export const itemWrites = writeOperations.filter(name => operationTable[name].place === 'item')
 
 /** What Allow lists on a resource's path of `place` when it serves `served` (GET serves HEAD; OPTIONS is everywhere). */
 export function allowedMethods (place: Place, served: ReadonlySet<string>): string[] {
