@@ -225,3 +225,18 @@ t.test('an Idempotency-Key through the core is the route\'s: one key, one write,
   t.equal(replaced.status, 200)
   t.equal(replaced.headers['idempotent-replayed'], undefined)
 })
+
+t.test('a keyed run through the core logs a failed purge of expired keys and still answers', async t => {
+  const store = memoryStore()
+  // Purging runs after a keyed write at most once a minute per store: this store's first one fails.
+  const failing = { ...store, purgeKeys: async () => { throw new Error('the purge failed') } }
+  const options = resolveOptions({ cursorSecret: secret, resources: demoResources(failing) })
+  const models = buildRegistry(options.resources)
+  const logged: unknown[] = []
+  const core = createOperations(createOperationContext(options, models, assignStores(options.resources, models), '/v1'), { error: (details, message) => logged.push([details, message]) }, '/v1/problems/')
+  const body = { name: 'Purged' }
+  const idempotency = { key: scopedKey(null, 'POST', '/v1/authors', 'k-purge'), fingerprint: fingerprintOf('application/json', body) }
+  t.match(await core.perform('authors', 'create', operationInput({ principal: null, body }), { ...unchecked, idempotency }), { status: 201 })
+  await new Promise(resolve => setImmediate(resolve))
+  t.match(logged, [[{ err: { message: 'the purge failed' } }, 'api-conventions: purging expired Idempotency-Keys failed']])
+})

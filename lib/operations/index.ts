@@ -99,6 +99,8 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
     if (body !== null) checkBody(model, body, input.principal, input.body)
     if (entry.idempotency === undefined || !keyed || runKeyed === null || input.joined !== null) return await performs(input)
     const result = await runKeyed(context.storeOf(model), entry.idempotency, async tx => {
+      // A plain input (operationInput): a spread copies it. A route's lazy input never comes here:
+      // its Idempotency-Key is the route's own (idempotency.ts `idempotent`).
       const outcome = await performs({ ...input, joined: tx })
       return { value: outcome, kept: keptAnswer(outcome.status, name => outcome.headers[name], outcome.body) }
     }, error => log.error({ err: error }, 'api-conventions: purging expired Idempotency-Keys failed'))
