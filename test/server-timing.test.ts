@@ -76,7 +76,8 @@ t.test('answers that never reached the store say 0, refusals and unknown paths i
 t.test('a store call outside any request is not timed, and answers as the store does', async t => {
   const store = memoryStore()
   const timing = createStoreTiming()
-  const model = {} as ResourceModel
+  const model = { name: 'loose', idField: 'id' } as ResourceModel
+  model.model = model
   const timed = timing.timedStores(() => store)(model)
   t.equal(timed, timing.timedStores(() => store)(model), 'one wrapper per store')
   t.same(await timed.getMany(model, 'id', []), [])
