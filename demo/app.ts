@@ -109,6 +109,9 @@ async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServer
     resources: demoResources(store),
     cursorSecret: config.cursorSecret,
     requireIfMatch: config.requireIfMatch,
+    // Prefer: respond-async on every write: 202 and /v1/operations/{id}, which admins see of every caller.
+    async: { seesAll: principal => (principal as DemoPrincipal).right === 'admin' },
+    changes: { retention: config.changesRetention },
     openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },
     ...demoSecurityOptions(config, redis)
   })

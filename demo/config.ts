@@ -26,6 +26,8 @@ export interface DemoConfig {
   readonly requireIfMatch: boolean
   readonly rateLimitMax: number
   readonly rateLimitWindow: string
+  /** CHANGES_RETENTION: how long the change feed keeps changes. */
+  readonly changesRetention: string
   readonly redisUrl: string | undefined
   /** Write the sample catalogue (seed.ts) into an empty store at start-up. */
   readonly seed: boolean
@@ -72,6 +74,7 @@ export function loadConfig (env: Env): DemoConfig {
     requireIfMatch: boolean(env, 'REQUIRE_IF_MATCH'),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 1000, 1, Number.MAX_SAFE_INTEGER),
     rateLimitWindow: duration(env.RATE_LIMIT_WINDOW ?? '1 minute'),
+    changesRetention: duration(env.CHANGES_RETENTION ?? '7 days', 'CHANGES_RETENTION'),
     redisUrl: redis(env.REDIS_URL),
     seed: boolean(env, 'SEED', true)
   })
@@ -156,10 +159,10 @@ function secret (text: string | undefined): string | undefined {
 
 const durationPattern = /^(\d+)\s*(ms|millisecond|second|minute|hour|day)s?$|^(\d+)$/
 
-/** `@fastify/rate-limit` accepts milliseconds or `N unit` strings; check the text now, not at the first request. */
-function duration (text: string): string {
+/** The rate limit's window and the feed's retention take milliseconds or `N unit` strings; check the text now, not at the first request. */
+function duration (text: string, setting = 'RATE_LIMIT_WINDOW'): string {
   const match = durationPattern.exec(text.trim())
-  if (match === null || Number(match[1] ?? match[3]) === 0) throw new ConfigError('RATE_LIMIT_WINDOW', `must be a duration such as '1 minute', '30 seconds' or milliseconds, received '${text}'`)
+  if (match === null || Number(match[1] ?? match[3]) === 0) throw new ConfigError(setting, `must be a duration such as '1 minute', '30 seconds' or milliseconds, received '${text}'`)
   return text.trim()
 }
 

@@ -15,6 +15,8 @@ export interface ProblemExtras {
   operation?: number
   /** A 429: the names of the quota policies exceeded (the `quota-exceeded` problem type's member). */
   violatedPolicies?: readonly string[]
+  /** Where to go on (a 410 of the change feed: its head). */
+  links?: ReadonlyArray<{ readonly rel: string, readonly href: string }>
 }
 
 /** Attaches `invalidParams` to a catalogue error, for the problem renderer. */
@@ -103,6 +105,8 @@ export const RequestTimeoutError = enter(createError('API_ERR_REQUEST_TIMEOUT', 
   'The request did not arrive in time.')
 export const ConflictError = enter(createError<[string]>('API_ERR_CONFLICT', '%s', 409, Error, noStack),
   'The request conflicts with the current state of the resource (for example deleting a parent that still has children, or a duplicate unique value).')
+export const ChangesExpiredError = enter(createError<[string]>('API_ERR_CHANGES_EXPIRED', '%s', 410, Error, noStack),
+  'The change feed no longer keeps the changes after the position given (they are older than its retention): read the collections again, then resume the feed from its head, which the problem\'s links carry.')
 export const PreconditionFailedError = enter(createError<[string]>('API_ERR_PRECONDITION_FAILED', '%s', 412, Error, noStack),
   'If-Match or If-Unmodified-Since did not hold; nothing was changed.')
 export const BodyTooLargeError = enter(createError<[number]>('API_ERR_BODY_TOO_LARGE', 'The request body is larger than %d bytes.', 413, Error, noStack),

@@ -26,7 +26,7 @@ export interface HeaderContext {
 type Documented = JsonSchema | ((context: HeaderContext) => JsonSchema)
 
 /** Where a request header is taken: every operation, or the ones listed (`batch`: the batch route). */
-export type Taker = OperationName | 'batch'
+export type Taker = OperationName | 'batch' | 'changes'
 
 export interface RequestHeader {
   readonly sent: 'request'
@@ -105,7 +105,7 @@ export const headerTable = {
   'If-Modified-Since': { sent: 'request', on: ['retrieve'], cors: true, schema: { type: 'string', description: 'An HTTP date: 304 when the resource has not changed since (ignored when If-None-Match is sent).' } },
   'If-Unmodified-Since': { sent: 'request', on: conditionalWrites, cors: true, schema: { type: 'string', description: 'An HTTP date: 412 when the resource changed since (ignored when If-Match is sent).' } },
   // RFC 7240; http/prefer.ts.
-  Prefer: { sent: 'request', on: bodyTakers, cors: true, schema: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. Other preferences are ignored.' } },
+  Prefer: { sent: 'request', on: bodyTakers, cors: true, schema: { type: 'string', description: 'return=minimal: answer without the body (201 with Location, or 204), with the new ETag; return=representation (the default): with it. respond-async, where this operation documents a 202: answer 202 at once with a status monitor in Location, and do the write shortly. Other preferences are ignored.' } },
   'Idempotency-Key': {
     sent: 'request',
     on: [...keyedOperations, 'batch'],
@@ -118,6 +118,8 @@ export const headerTable = {
       description: `A key of your choosing, unique per request you mean (a structured-field string such as "4f6b0d2e-5a1c-4e8b-9f3a-2c7d1e0b6a95", or bare), 1 to ${maxKeyLength} printable ASCII characters: the answer is kept, and a retry with the same key and body gets it again with Idempotent-Replayed: true, nothing written twice. The same key with another body is 422; while the first request still runs, 409. Keys are per caller, method and path.`
     })
   },
+  // Server-Sent Events (changes/feed.ts); a browser's EventSource sends it when it reconnects.
+  'Last-Event-ID': { sent: 'request', on: ['changes'], cors: true, schema: { type: 'string', description: 'With Accept: text/event-stream: the position of the last event received; the stream resumes after it.' } },
   'X-Request-Id': { sent: 'request', on: 'every', cors: true, schema: { type: 'string', description: 'Request identifier, echoed as Request-Id; when absent, unsafe or too long, the server generates one.' } },
   Date: {
     sent: 'request',
@@ -175,9 +177,10 @@ export const headerTable = {
   'Request-Id': { sent: 'response', on: 'every answer', exposed: true, kept: false, schema: { type: 'string', description: 'The request identifier (X-Request-Id when the client sent a safe one).' } },
   'Retry-After': {
     sent: 'response',
-    on: '429 (its form by rateLimit.retryAfter), 503 (seconds)',
+    on: '429 (its form by rateLimit.retryAfter), 503 (seconds), 202 and an unfinished status monitor (seconds)',
     exposed: true,
-    kept: false,
+    // A replayed 202 says when to ask its monitor, as the first did.
+    kept: true,
     schema: ({ retryAfter }) => retryAfter === 'date'
       ? { type: 'string', description: 'When to retry, as an HTTP date.', examples: ['Wed, 21 Oct 2015 07:28:00 GMT'] }
       : { type: 'string', description: 'Seconds to wait before retrying.' }

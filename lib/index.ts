@@ -22,19 +22,24 @@ import { routeUnmetExpectations } from './security/limits.js'
 import { registerOpenApi } from './openapi/index.js'
 import { registerCompression } from './http/compression.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
+import { createAsyncWrites, operationStatusSchema } from './work/async-writes.js'
+import { setUpChanges } from './changes/index.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
   const models = buildRegistry(options.resources)
   const storeTiming = options.serverTiming ? createStoreTiming() : null
   const assigned = assignStores(options.resources, models)
-  const storeOf = storeTiming === null ? assigned : storeTiming.timedStores(assigned)
+  // Changes keep the record before a write where a row rule may make it visible or not (changes/present.ts).
+  const changes = options.changes === null ? null : setUpChanges(options.changes, models, assigned, model => context.rulesOf(model)?.read != null)
+  const recorded = changes?.storeOf ?? assigned
+  const storeOf = storeTiming === null ? recorded : storeTiming.timedStores(recorded)
   const prefix = routePrefix(app)
   const context = createOperationContext(options, models, storeOf, prefix)
   const { rulesOf } = context
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
   const stores = new Set(models.map(assigned))
-  for (const store of stores) await store.prepare?.(models.filter(model => assigned(model) === store), { idempotencyKeys: options.idempotency !== null })
+  for (const store of stores) await store.prepare?.(models.filter(model => assigned(model) === store), { idempotencyKeys: options.idempotency !== null, jobs: options.async !== null, changes: changes !== null })
   if (options.metrics !== null) app.addHook('onClose', options.metrics.watch(stores))
   if (options.cursorSecretGenerated) warnOfRandomSecret(app.log)
 
@@ -60,6 +65,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   await registerOpenApi(app, options, models, schemaOptionsFor(context), rulesOf)
 
   app.addSchema({ $id: 'Problem', ...problemSchema })
+  if (options.async !== null) app.addSchema(operationStatusSchema)
   const refOf = (model: ResourceModel) => `${schemaNames(model).resource}#`
   for (const model of models) {
     const names = schemaNames(model)
@@ -67,7 +73,15 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     app.addSchema({ $id: names.single, ...singleEnvelopeSchema(model, refOf(model), options) })
     app.addSchema({ $id: names.list, ...listEnvelopeSchema(model, refOf(model), options) })
   }
-  for (const spec of buildRouteTable(models, context, createOperations(context, app.log, typeBase))) registerRoute(app, spec)
+  const core = createOperations(context, app.log, typeBase)
+  // Asynchronous work: workers on every instance, claiming once the app is ready; on close they stop claiming and let the running jobs finish.
+  const asyncWrites = options.async === null ? null : createAsyncWrites(context, core, options.async, app.log)
+  if (asyncWrites !== null) {
+    app.addHook('onReady', async function startWorkers () { asyncWrites.workers.start() })
+    app.addHook('onClose', async function stopWorkers () { await asyncWrites.workers.stop(asyncWrites.stopMillis) })
+  }
+  for (const spec of buildRouteTable(models, context, core, asyncWrites)) registerRoute(app, spec)
+  if (changes !== null) registerRoute(app, changes.spec(context, schemaOptionsFor(context), app))
   if (options.problemTypeBase === undefined) registerProblemPages(app, schemaOptionsFor(context))
 }
 
@@ -87,8 +101,12 @@ export type { MemoryStoreOptions } from './stores/memory.js'
 export { postgresStore, pgliteStore } from './stores/sql/index.js'
 export type { SqlStoreOptions, PostgresStoreOptions, PgliteStoreOptions, TableMapping, PostgresPool, PostgresClient, PgliteInstance, PgliteQueryable, PositionsRedis } from './stores/sql/index.js'
 export { VERSION_MISMATCH } from './stores/store.js'
-export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOptions, WriteOptions, Fields, KeptResponse, KeyClaim, PoolStats } from './stores/store.js'
+export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOptions, WriteOptions, Fields, KeptResponse, KeyClaim, PoolStats, ChangeRecord, NewChange, ChangeQuery, ChangeRead } from './stores/store.js'
 export type { IdempotencyOptions } from './idempotency.js'
+export type { AsyncOptions } from './work/async-writes.js'
+export type { Job, JobState, NewJob, JobStore } from './stores/jobs.js'
+export type { ChangesOptions } from './changes/options.js'
+export type { ShownChange } from './changes/present.js'
 export { createMetrics } from './metrics.js'
 export type { Metrics, MetricsOptions, MetricsRegistry } from './metrics.js'
 export type { TracingOptions, OpenTelemetryTracer } from './tracing.js'

@@ -20,6 +20,10 @@ import { positiveInteger } from './security/limits.js'
 import { resolveIdempotency } from './idempotency.js'
 import type { IdempotencyOptions, ResolvedIdempotency } from './idempotency.js'
 import { resolveBatch } from './routes/batch.js'
+import { resolveAsync } from './work/async-writes.js'
+import type { AsyncOptions, ResolvedAsync } from './work/async-writes.js'
+import { resolveChanges } from './changes/options.js'
+import type { ChangesOptions, ResolvedChanges } from './changes/options.js'
 import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 import { resolveMetrics } from './metrics.js'
 import { resolveCompression } from './http/compression.js'
@@ -79,6 +83,14 @@ export interface ApiConventionsOptions {
   readonly idempotency?: IdempotencyOptions | false | undefined
   /** `POST {prefix}/batch`: how many operations one batch may hold; `false` serves no batch endpoint. Default: on, 100. */
   readonly batch?: BatchOptions | false | undefined
+  /** `Prefer: respond-async` on every write and batch: 202 and a status monitor at `{prefix}/operations/{id}` (docs/async.md). Default: off. */
+  readonly async?: AsyncOptions | boolean | undefined
+  /**
+   * `GET {prefix}/changes`, the change feed (docs/changes.md): every write records its changes in
+   * its transaction. `true` or `{ retention, pollInterval, heartbeat }` serves it; the resources'
+   * store must have a change log (the memory, PGlite and PostgreSQL stores do). Default: off.
+   */
+  readonly changes?: ChangesOptions | boolean | undefined
   /**
    * The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of
    * the resources, no license. `license`: the API's terms, an SPDX `identifier` or a `url` (not both).
@@ -132,6 +144,8 @@ export interface ResolvedOptions {
   readonly handlerTimeout: number | undefined
   readonly idempotency: ResolvedIdempotency | null
   readonly batch: ResolvedBatch | null
+  readonly async: ResolvedAsync | null
+  readonly changes: ResolvedChanges | null
   readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined, readonly license: OpenApiLicense | undefined }
   /** Undefined: the page when its package is installed. */
   readonly docsPage: boolean | undefined
@@ -166,6 +180,8 @@ const optionKeys = knownKeys({
   handlerTimeout: true,
   idempotency: true,
   batch: true,
+  async: true,
+  changes: true,
   openapi: true,
   docsPage: true,
   metrics: true,
@@ -247,6 +263,8 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     handlerTimeout: positiveInteger(options.handlerTimeout, 'handlerTimeout'),
     idempotency: resolveIdempotency(options.idempotency),
     batch: resolveBatch(options.batch),
+    async: resolveAsync(options.async),
+    changes: resolveChanges(options.changes),
     openapi: resolveOpenApiInfo(options.openapi),
     docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage'),
     metrics: resolveMetrics(options.metrics),

@@ -25,7 +25,12 @@ export const problemSchema: { type: 'object', properties: Record<string, Record<
       type: 'array',
       items: { type: 'object', properties: { name: { type: 'string' }, reason: { type: 'string' } }, required: ['name', 'reason'] }
     },
-    'violated-policies': { type: 'array', items: { type: 'string' }, description: 'A 429 (quota-exceeded): the quota policies exceeded, as named in RateLimit-Policy.' }
+    'violated-policies': { type: 'array', items: { type: 'string' }, description: 'A 429 (quota-exceeded): the quota policies exceeded, as named in RateLimit-Policy.' },
+    links: {
+      type: 'array',
+      items: { type: 'object', properties: { rel: { type: 'string' }, href: { type: 'string' } }, required: ['rel', 'href'] },
+      description: 'Where to go on: a 410 of the change feed (changes-expired) links its head.'
+    }
   },
   required: ['type', 'title', 'status', 'detail']
 }
@@ -78,6 +83,7 @@ export interface Problem {
   readonly headers?: Record<string, string>
   readonly operation?: number
   readonly violatedPolicies?: readonly string[]
+  readonly links?: ProblemExtras['links']
 }
 
 /** The members of a problem, as problemSchema lists them. */
@@ -90,6 +96,7 @@ export interface ProblemBody {
   readonly operation: number | undefined
   readonly invalidParams: readonly InvalidParam[] | undefined
   readonly 'violated-policies': readonly string[] | undefined
+  readonly links: ProblemExtras['links']
 }
 
 /**
@@ -115,7 +122,8 @@ export function problemBodyBuilder (options: Pick<ProblemOptions, 'errorFormat' 
       instance,
       operation: problem.operation,
       invalidParams: problem.invalidParams,
-      'violated-policies': problem.violatedPolicies
+      'violated-policies': problem.violatedPolicies,
+      links: problem.links
     }
     return form === 'flat' ? body : { errors: body }
   }
@@ -140,7 +148,7 @@ export function describe (error: FastifyError & ProblemExtras, log: ErrorLog): P
       : { code: 'API_ERR_INTERNAL', status: 500, detail: new InternalError().message }
   }
   // A 4xx from a dependency we do not map keeps its status; its message is the client's concern.
-  return { code, status, detail: error.message, invalidParams: error.invalidParams ?? impliedParams[String(code)], headers: error.headers, operation: error.operation, violatedPolicies: error.violatedPolicies }
+  return { code, status, detail: error.message, invalidParams: error.invalidParams ?? impliedParams[String(code)], headers: error.headers, operation: error.operation, violatedPolicies: error.violatedPolicies, links: error.links }
 }
 
 export function installProblemHandlers (app: FastifyInstance, options: ProblemOptions) {

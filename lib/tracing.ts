@@ -63,6 +63,8 @@ const operationNames = {
   delete: 'DELETE',
   capabilities: 'QUERY CAPABILITIES',
   batch: 'BATCH',
+  'operation-status': 'OPERATION STATUS',
+  changes: 'CHANGES',
   document: 'OPENAPI DOCUMENT',
   docs: 'DOCS PAGE',
   'problem-types': 'PROBLEM TYPES'

@@ -25,6 +25,7 @@ t.test('with no environment every setting takes its documented default', async t
     requireIfMatch: false,
     rateLimitMax: 1000,
     rateLimitWindow: '1 minute',
+    changesRetention: '7 days',
     redisUrl: undefined,
     seed: true
   })
@@ -44,6 +45,7 @@ t.test('every setting is read from its variable', async t => {
     REQUIRE_IF_MATCH: 'true',
     RATE_LIMIT_MAX: '5',
     RATE_LIMIT_WINDOW: ' 30 seconds ',
+    CHANGES_RETENTION: '2 days',
     REDIS_URL: 'redis://127.0.0.1:6379',
     SEED: 'false'
   })
@@ -65,6 +67,7 @@ t.test('every setting is read from its variable', async t => {
     requireIfMatch: true,
     rateLimitMax: 5,
     rateLimitWindow: '30 seconds',
+    changesRetention: '2 days',
     redisUrl: 'redis://127.0.0.1:6379',
     seed: false
   })
@@ -168,6 +171,7 @@ const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
   [{ RATE_LIMIT_MAX: 'many' }, 'RATE_LIMIT_MAX', /received 'many'/],
   [{ RATE_LIMIT_WINDOW: '1 fortnight' }, 'RATE_LIMIT_WINDOW', /must be a duration such as '1 minute', '30 seconds' or milliseconds, received '1 fortnight'/],
   [{ RATE_LIMIT_WINDOW: '0' }, 'RATE_LIMIT_WINDOW', /received '0'/],
+  [{ CHANGES_RETENTION: 'a week' }, 'CHANGES_RETENTION', /received 'a week'/],
   [{ RATE_LIMIT_WINDOW: '0 minutes' }, 'RATE_LIMIT_WINDOW', /received '0 minutes'/],
   [{ REDIS_URL: 'http://cache' }, 'REDIS_URL', /must be a redis:\/\/ or rediss:\/\/ URL/]
 ]

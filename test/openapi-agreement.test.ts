@@ -279,16 +279,27 @@ t.test('every operation, error and paging case: the document and the server agre
     { method: 'PATCH', url: `/v1/reviews/${review.id}`, headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ rating: null }) },
     { method: 'POST', url: '/v1/batch', payload: { operations: [] } },
     { method: 'POST', url: '/v1/batch', payload: { operations: [{ op: 'create', resource: 'books', data: { title: 'T' } }] } },
-    { method: 'POST', url: '/v1/authors', headers: { 'x-audit-user': 'not base64!' }, payload: { name: 'N' } }
+    { method: 'POST', url: '/v1/authors', headers: { 'x-audit-user': 'not base64!' }, payload: { name: 'N' } },
+    { url: '/v1/changes?after=x&wait=31' }
   ]
   for (const exchange of refused) {
     const res = await send(exchange)
     t.ok(res.statusCode >= 400 && res.statusCode < 500, `${exchange.method ?? 'GET'} ${exchange.url} is refused (${res.statusCode})`)
   }
 
+  // Asynchronous work: the 202 of each kind of write, its status monitor (and its headers), an unknown one.
+  const accepted = await send({ method: 'POST', url: '/v1/authors', headers: { prefer: 'respond-async' }, payload: { name: 'Later' } })
+  await send({ method: 'PATCH', url: `/v1/books/${other.id}`, headers: { prefer: 'respond-async', 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ year: 1999 }) })
+  await send({ method: 'DELETE', url: `/v1/books/${books[11].id}`, headers: { prefer: 'respond-async' } })
+  await send({ url: accepted.headers.location as string })
+  await send({ method: 'HEAD', url: accepted.headers.location as string })
+  await send({ url: '/v1/operations/nope' })
+
   // Errors of state: not found, conflicts, failed preconditions, unprocessable, unauthenticated.
   await send({ url: '/v1/books/nope' })
   await send({ method: 'HEAD', url: '/v1/books/nope' })
+  await send({ url: '/v1/changes?pageSize=2' })
+  await send({ method: 'HEAD', url: '/v1/changes' })
   await send({ url: '/v1/authors/nope/books' })
   await send({ url: '/v1/problems/nope' })
   await send({ method: 'DELETE', url: `/v1/authors/${authors[0].id}` })

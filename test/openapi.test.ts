@@ -108,7 +108,7 @@ async function checkSpectral (t: Test, document: Json) {
 
 const problemXmlRef = '#/components/schemas/Problem'
 // The routes of one media type answer their problems in JSON only (http/negotiation.ts).
-const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/batch'])
+const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/batch', '/operations/{id}', '/changes'])
 
 /**
  * Invariants every document keeps, whatever the options: problem+json refers to the configured
@@ -188,7 +188,7 @@ t.test('the demo document', async t => {
       'get /problems/{slug}': 'getProblemType'
     })
     t.same(document.servers, [{ url: '/v1' }])
-    t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'reviews', 'batch', 'documentation'])
+    t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'reviews', 'batch', 'changes', 'documentation'])
     t.same(Object.keys(document.paths).filter(path => path.includes('review')).sort(), ['/books/{id}/reviews', '/reviews', '/reviews/{id}'])
   })
 
@@ -294,10 +294,11 @@ t.test('the demo document', async t => {
     const everywhere = ['400', '401', '403', '405', '406', '408', '414', '417', '429', '431', '500']
     const sorted = (statuses: string[]) => [...new Set(statuses)].sort()
     t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
-    t.same(Object.keys(books.post.responses), sorted(['201', ...everywhere, '409', '412', '413', '415', '422', '503']))
+    // 202: every write with Prefer: respond-async (the demo has `async` on; docs/async.md).
+    t.same(Object.keys(books.post.responses), sorted(['201', '202', ...everywhere, '409', '412', '413', '415', '422', '503']))
     // 204: MODIFY with Prefer: return=minimal (docs/demo-contract.md "Safe retries and atomic writes").
-    t.same(Object.keys(book.patch.responses), sorted(['200', '204', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
-    t.same(Object.keys(book.delete.responses), sorted(['204', ...everywhere, '404', '409', '412', '413', '415', '503']))
+    t.same(Object.keys(book.patch.responses), sorted(['200', '202', '204', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
+    t.same(Object.keys(book.delete.responses), sorted(['202', '204', ...everywhere, '404', '409', '412', '413', '415', '503']))
     t.same(Object.keys(books.options.responses), sorted(['200', '204', ...everywhere, '413', '415']), 'the demo allows an origin: preflights are 204')
     t.same(Object.keys(books.options.responses['204'].headers), ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age', ...limit])
     t.same(Object.keys(document.paths['/openapi.json'].get.responses), sorted(['200', ...everywhere.filter(status => status !== '401')]))

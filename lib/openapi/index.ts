@@ -52,6 +52,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
       tags: [
         ...models.map(model => ({ name: model.name, description: `The ${model.name} collection and its items.` })),
         ...(options.batch === null ? [] : [{ name: 'batch', description: 'Several writes in one request, all or nothing.' }]),
+        ...(options.changes === null ? [] : [{ name: 'changes', description: 'Every committed write, in commit order, as the caller may see it.' }]),
         { name: 'documentation', description: 'This document and the problem type pages.' }
       ],
       components: { securitySchemes: schemes },

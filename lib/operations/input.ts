@@ -51,3 +51,16 @@ export type Perform = (input: OperationInput) => Promise<Outcome>
 export function operationInput (given: Partial<OperationInput> & Pick<OperationInput, 'principal'>): OperationInput {
   return { id: '', query: {}, body: null, preconditions: {}, format: 'json', codings: [], returnPreference: undefined, joined: null, memo: {}, ...given }
 }
+
+/**
+ * An outcome as a result held for later (a batch's operation, an asynchronous write's monitor):
+ * the status, and the location, ETag and `data` the answer had, when it had them.
+ */
+export function outcomeResult ({ status, headers, body }: Outcome): Record<string, unknown> {
+  return {
+    status,
+    ...headers.location !== undefined && { location: headers.location },
+    ...headers.etag !== undefined && { etag: headers.etag },
+    ...body !== null && { data: body.data }
+  }
+}

@@ -125,7 +125,7 @@ export function writeOperations (model: ResourceModel, context: OperationContext
         const data = withServerValues(rules, normalizeRecord(model, next(current)), operation, principal, current.data)
         await steps.requireVisibleReferences(tx, principal, data)
         await steps.before(tx, principal, operation, id, data, current)
-        const result = await tx.update(model, id, data, { ifVersion: current.version })
+        const result = await tx.update(model, id, data, { ifVersion: current.version, operation })
         if (result !== VERSION_MISMATCH || preconditions.ifMatch !== undefined) {
           const stored = checkWritten(result, id, preconditions)
           await steps.requireWritable(tx, principal, id, outOfReach)

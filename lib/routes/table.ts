@@ -17,11 +17,13 @@ import { capabilities, nestedList } from '../operations/reads.js'
 import type { Operations } from '../operations/index.js'
 import type { Perform } from '../operations/input.js'
 import { operationTable, resourceOperations } from '../operations/table.js'
-import type { ResourceOperation } from '../operations/table.js'
+import type { ResourceOperation, WriteOperation } from '../operations/table.js'
 import { routeHandler } from './adapter.js'
 import type { Coding } from '../http/compression.js'
 import { idempotent } from '../idempotency.js'
 import { batchHandler, batchStoreOf } from './batch.js'
+import { acceptedResponse, monitorRouteSpec } from '../work/async-writes.js'
+import type { AsyncWrites } from '../work/async-writes.js'
 import type { ResolvedBatch } from './batch.js'
 import {
   batchRouteSchema, capabilitiesRouteSchema, createRouteSchema, deleteRouteSchema, listRouteSchema, modifyRouteSchema,
@@ -80,7 +82,7 @@ const served = (row: OperationRow, at: PathOf) =>
   row.operation === 'capabilities' || at.place === 'nested' || at.resource.operations.has(row.operation)
 
 /** The specs of every resource route, in registration order, and of the batch endpoint after them. */
-export function buildRouteTable (models: readonly ResourceModel[], context: OperationContext, core: Operations): RouteSpec[] {
+export function buildRouteTable (models: readonly ResourceModel[], context: OperationContext, core: Operations, asyncWrites: AsyncWrites | null = null): RouteSpec[] {
   const table: RouteSpec[] = []
   const offered = offeredCodings(context)
   for (const model of models) {
@@ -88,13 +90,17 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Oper
     const handle = (operation: keyof Handlers) => routeHandler(core.of(model, operation) as Perform, offered)
     // POST and PATCH are not idempotent by themselves: a client's Idempotency-Key makes them so.
     const store = context.storeOf(model)
-    const handlerOf = (operation: keyof Handlers) => operationTable[operation].keyed ? idempotent(handle(operation), () => store, context.options.idempotency) : handle(operation)
+    // A write may be answered 202 (Prefer: respond-async): under its Idempotency-Key, so that a repeat answers the same 202.
+    const accepting = (operation: keyof Handlers) => asyncWrites === null || operationTable[operation].kind !== 'write' ? handle(operation) : asyncWrites.accepting(model, operation as WriteOperation, handle(operation))
+    const handlerOf = (operation: keyof Handlers) => operationTable[operation].keyed ? idempotent(accepting(operation), () => store, context.options.idempotency) : accepting(operation)
     const handlers = Object.fromEntries(resourceOperations.map(operation => [operation, handlerOf(operation)])) as Handlers
     for (const at of pathsOf(model)) {
       const rows = operations.filter(row => row.place === at.place && served(row, at))
       const allow = rows.flatMap(row => row.method === 'GET' ? ['GET', 'HEAD'] : [row.method])
       for (const row of rows) {
-        const { schema, handler } = build(row, at, allow, context, handlers, offered)
+        const built = build(row, at, allow, context, handlers, offered)
+        const { handler } = built
+        const schema = asyncWrites !== null && at.place !== 'nested' && operationTable[row.operation].kind === 'write' ? withAccepted(built.schema) : built.schema
         table.push({
           method: row.method,
           path: at.path,
@@ -113,7 +119,13 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Oper
     }
   }
   if (context.options.batch !== null) table.push(batchSpec(models, context, context.options.batch, core))
+  if (asyncWrites !== null) table.push(monitorRouteSpec(asyncWrites, schemaOptionsFor(context)))
   return table
+}
+
+/** A write's schema with the 202 of `Prefer: respond-async` documented (work/async-writes.ts). */
+function withAccepted<S extends { readonly documentedResponses: object }> (schema: S): S {
+  return { ...schema, documentedResponses: { 202: acceptedResponse, ...schema.documentedResponses } }
 }
 
 /** `POST {prefix}/batch`, when the options serve it (routes/batch.ts). */

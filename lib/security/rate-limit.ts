@@ -53,7 +53,8 @@ export interface ResolvedRateLimit {
 const units: Readonly<Record<string, number>> = { ms: 1, millisecond: 1, s: 1000, second: 1000, m: 60000, minute: 60000, h: 3600000, hour: 3600000, d: 86400000, day: 86400000 }
 const durationPattern = /^(\d+)\s*(?:(ms|millisecond|s|second|m|minute|h|hour|d|day)s?)?$/
 
-function milliseconds (value: unknown): number | undefined {
+/** Positive whole milliseconds, or a duration such as `1 minute` or `7 days`; undefined for anything else. */
+export function milliseconds (value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isInteger(value) && value > 0 ? value : undefined
   const match = typeof value === 'string' ? durationPattern.exec(value.trim()) : null
   const ms = match === null ? 0 : Number(match[1]) * units[match[2] ?? 'ms']

@@ -3,7 +3,8 @@
 // LIST reads a sorted index per table and sort order, kept current by every write, so a page
 // costs a binary search and a scan to limit + 1 matches, not a sort of the table.
 // Transactions run one at a time and undo their writes from a journal when their work throws.
-// Responses kept for Idempotency-Key live in a Map by key, as JSON text, as the SQL store keeps them.
+// Responses kept for Idempotency-Key live in a Map by key, as JSON text, as the SQL store keeps them;
+// jobs of the work queue (stores/jobs.ts) in a Map by id, their JSON copied in and out.
 import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
 import type { Relate } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
@@ -12,8 +13,10 @@ import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
 import { storedFields } from '../values/storable.js'
 import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, SortKey, Store, StoredRecord, WriteOptions } from './store.js'
+import type { Job, NewJob } from './jobs.js'
 import { ConflictError, OptionsInvalidError } from '../errors.js'
 import { keepBounded } from '../bounded.js'
+import { memoryChangeLog } from './change-log.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 
 type Predicate = (record: Fields) => boolean
@@ -55,6 +58,16 @@ interface Kept {
 type Undo =
   | { readonly model: ResourceModel, readonly id: string, readonly previous: StoredRecord | undefined }
   | { readonly key: string, readonly previous: Kept | undefined }
+  | { readonly job: string, readonly previous: KeptJob | undefined }
+
+/** A job as kept: its lease's end while running, and when it may be purged once finished (milliseconds). */
+interface KeptJob extends Job {
+  readonly leaseUntil: number
+  readonly keepUntil: number
+}
+
+/** A JSON value copied, as a backend that keeps JSON text would give it back. */
+const copy = (value: unknown): unknown => value === undefined ? null : JSON.parse(JSON.stringify(value))
 
 const FREE: KeyClaim = Object.freeze({ kind: 'free' })
 const BUSY: KeyClaim = Object.freeze({ kind: 'busy' })
@@ -94,6 +107,9 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   const kept = new Map<string, Kept>()
   /** Keys claimed by running transactions, each mapped to the set of keys its transaction claimed. */
   const claims = new Map<string, Set<string>>()
+  /** The work queue's jobs by id, in the order they were added. */
+  const jobs = new Map<string, KeptJob>()
+  const changeLog = memoryChangeLog()
 
   /** The table of a view's registered model. */
   function table ({ model }: View): Table {
@@ -340,6 +356,59 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     return purged
   }
 
+  /** Sets (or with `job` undefined, deletes) a job, noting what it replaced. */
+  function setJob (journal: Undo[] | null, id: string, job: KeptJob | undefined) {
+    journal?.push({ job: id, previous: jobs.get(id) })
+    if (job === undefined) jobs.delete(id)
+    else jobs.set(id, job)
+  }
+
+  /** Whether the attempt is still the job's; a claim waits for running transactions, so one holding it keeps it. */
+  async function holdJob (id: string, attempt: number): Promise<boolean> {
+    const job = jobs.get(id)
+    return job?.state === 'running' && job.attempt === attempt
+  }
+
+  async function getJob (id: string): Promise<Job | null> {
+    const job = jobs.get(id)
+    return job === undefined ? null : shownJob(job)
+  }
+
+  function addJob (journal: Undo[] | null, job: NewJob) {
+    const at = job.createdAt
+    setJob(journal, job.id, { id: job.id, kind: job.kind, owner: job.owner, payload: copy(job.payload), state: 'pending', attempt: 0, outcome: null, createdAt: at, updatedAt: at, leaseUntil: 0, keepUntil: Infinity })
+  }
+
+  /** Transactions run one at a time here, so a claim is a write like the others. */
+  function claimJobs (kinds: readonly string[], limit: number, leaseMillis: number): Job[] {
+    // Jobs keep real time, as their leases must: a test's clock stands still.
+    const at = new Date()
+    const claimed: Job[] = []
+    for (const job of jobs.values()) {
+      if (claimed.length === limit) break
+      if (!kinds.includes(job.kind) || !(job.state === 'pending' || (job.state === 'running' && job.leaseUntil <= at.getTime()))) continue
+      const running: KeptJob = { ...job, state: 'running', attempt: job.attempt + 1, updatedAt: at, leaseUntil: at.getTime() + leaseMillis }
+      jobs.set(job.id, running)
+      claimed.push(shownJob(running))
+    }
+    return claimed
+  }
+
+  function finishJob (journal: Undo[] | null, id: string, state: 'succeeded' | 'failed', outcome: unknown, keepUntil: Date) {
+    const job = jobs.get(id)
+    if (job !== undefined) setJob(journal, id, { ...job, state, outcome: copy(outcome), updatedAt: new Date(), leaseUntil: 0, keepUntil: keepUntil.getTime() })
+  }
+
+  function purgeJobs (journal: Undo[] | null, before: Date): number {
+    let purged = 0
+    for (const [id, job] of jobs) {
+      if (job.keepUntil >= before.getTime()) continue
+      setJob(journal, id, undefined)
+      purged++
+    }
+    return purged
+  }
+
   /** Runs `step` once every transaction queued before it has ended, however it ended. */
   function serialize<T> (step: () => T | Promise<T>): Promise<T> {
     waiting++
@@ -353,6 +422,10 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   function undo (journal: readonly Undo[]) {
     for (let at = journal.length - 1; at >= 0; at--) {
       const step = journal[at]
+      if ('job' in step) {
+        setJob(null, step.job, step.previous)
+        continue
+      }
       if ('key' in step) {
         keep(null, step.key, step.previous)
         continue
@@ -377,6 +450,16 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
       claimKey: async key => claimKey(claimed, key),
       keepResponse: async (key, fingerprint, response, expiresAt) => keepResponse(journal, key, fingerprint, response, expiresAt),
       purgeKeys: async before => purgeKeys(journal, before),
+      addJob: async job => addJob(journal, job),
+      claimJobs: async (kinds, limit, leaseMillis) => claimJobs(kinds, limit, leaseMillis),
+      holdJob,
+      finishJob: async (id, state, outcome, keepUntil) => finishJob(journal, id, state, outcome, keepUntil),
+      getJob,
+      purgeJobs: async before => purgeJobs(journal, before),
+      // The last step of a transaction's work (see Store): nothing after it can fail, so nothing to undo.
+      appendChanges: async changes => { changeLog.append(changes) },
+      readChanges: async query => changeLog.read(query),
+      purgeChanges: async before => changeLog.purge(before),
       // A transaction inside this one joins it.
       transaction: async inner => await inner(store),
       // The store that began the transaction owns the tables.
@@ -415,10 +498,33 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     async purgeKeys (before) {
       return waiting === 0 ? purgeKeys(null, before) : await serialize(() => purgeKeys(null, before))
     },
+    async addJob (job) {
+      if (waiting === 0) addJob(null, job)
+      else await serialize(() => addJob(null, job))
+    },
+    async claimJobs (kinds, limit, leaseMillis) {
+      return waiting === 0 ? claimJobs(kinds, limit, leaseMillis) : await serialize(() => claimJobs(kinds, limit, leaseMillis))
+    },
+    // Outside a transaction nothing is held: it only says whether the attempt is still the job's.
+    holdJob,
+    async finishJob (id, state, outcome, keepUntil) {
+      if (waiting === 0) finishJob(null, id, state, outcome, keepUntil)
+      else await serialize(() => finishJob(null, id, state, outcome, keepUntil))
+    },
+    getJob,
+    async purgeJobs (before) {
+      return waiting === 0 ? purgeJobs(null, before) : await serialize(() => purgeJobs(null, before))
+    },
     transaction: async work => await serialize(async () => await run(work)),
+    async appendChanges (changes) {
+      await serialize(() => { changeLog.append(changes) })
+    },
+    readChanges: async query => changeLog.read(query),
+    purgeChanges: async before => changeLog.purge(before),
     async close () {
       tables.clear()
       kept.clear()
+      jobs.clear()
     }
   }
 }
@@ -477,4 +583,9 @@ function scan (records: readonly StoredRecord[], from: number, step: 1 | -1, pre
   }
   if (step === -1) items.reverse()
   return { items, hasMore }
+}
+
+/** A kept job as the contract shows it: its JSON copied out, without the bookkeeping. */
+function shownJob ({ leaseUntil, keepUntil, ...job }: KeptJob): Job {
+  return { ...job, payload: copy(job.payload), outcome: copy(job.outcome) }
 }

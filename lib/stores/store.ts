@@ -2,6 +2,7 @@
 // concerns; receives queries already parsed and checked against the model, never raw query strings.
 import type { ResourceModel, View } from '../registry/model.js'
 import type { ListQuery } from '../query/store-query.js'
+import type { JobStore } from './jobs.js'
 
 export type Fields = Record<string, unknown>
 
@@ -37,6 +38,47 @@ export interface ReadOptions {
 export interface WriteOptions {
   /** Compare-and-set: write only when the stored version still equals this. */
   readonly ifVersion?: number
+  /** What the change feed records an update as (changes/recording.ts); default `modify`. Stores ignore it. */
+  readonly operation?: 'replace' | 'modify'
+}
+
+/** One change as a store's change log keeps it (docs/changes.md): the record after a committed write. */
+export interface ChangeRecord {
+  /** Where the change sits in commit order: a decimal integer, opaque to clients. */
+  readonly position: string
+  readonly id: string
+  /** The resource's name (plural, as in the path). */
+  readonly resource: string
+  readonly recordId: string
+  readonly operation: 'create' | 'replace' | 'modify' | 'delete'
+  readonly version: number
+  readonly at: Date
+  /** The record as written (every field); null for a delete. */
+  readonly data: Fields | null
+  /** The record before the write, kept only where visibility may differ (row rules); else null. */
+  readonly previous: Fields | null
+}
+
+/** A change before it has a position: what a transaction appends. */
+export type NewChange = Omit<ChangeRecord, 'position'>
+
+export interface ChangeQuery {
+  /** Changes after this position (a decimal integer); null from the oldest kept. */
+  readonly after: bigint | null
+  readonly limit: number
+  /** Only these resources; null for every one. */
+  readonly resources: readonly string[] | null
+}
+
+export interface ChangeRead {
+  /** In position order, at most `limit`. */
+  readonly changes: readonly ChangeRecord[]
+  /** More changes match beyond these (read at once, `limit` did not reach them). */
+  readonly hasMore: boolean
+  /** The last position removed by purgeChanges ('0' when none): a reader after an earlier one has missed changes. */
+  readonly purgedThrough: string
+  /** The last position committed, of any resource ('0' when none). */
+  readonly head: string
 }
 
 /** What `update`/`remove` report when `ifVersion` no longer matches. */
@@ -54,6 +96,10 @@ export interface KeptResponse {
 export interface PrepareFeatures {
   /** Idempotency-Key is on: `claimKey` and `keepResponse` will be called. Default true. */
   readonly idempotencyKeys?: boolean
+  /** Asynchronous work is on: the job methods (stores/jobs.ts) will be called. Default false. */
+  readonly jobs?: boolean
+  /** The change feed is on: the change log's methods will be called. Default false. */
+  readonly changes?: boolean
 }
 
 /** What claiming a key finds (see Store.claimKey). */
@@ -69,7 +115,7 @@ export type KeyClaim =
  * a filter path reaches the view through a relation of another one. Writes take the registered
  * model: the plugin checks rules before it writes.
  */
-export interface Store {
+export interface Store extends Partial<JobStore> {
   list (view: View, query: ListQuery): Promise<Page>
   get (view: View, id: string, options?: ReadOptions): Promise<StoredRecord | null>
   /** Records with the given values in `field` (batched lookups for expand/include), in no set order. */
@@ -96,6 +142,16 @@ export interface Store {
   claimKey (key: string): Promise<KeyClaim>
   keepResponse (key: string, fingerprint: string, response: KeptResponse, expiresAt: Date): Promise<void>
   purgeKeys (now: Date): Promise<number>
+  /**
+   * Optional, the change log (docs/changes.md), which the plugin's `changes` option needs.
+   * `appendChanges` is called on a transaction's store as the last step of its work: the changes
+   * get positions in the order their transactions commit, so a reader of `readChanges` never meets
+   * a position while a transaction that will commit an earlier one is still open.
+   * `purgeChanges` removes the changes made before `before` and says how many.
+   */
+  appendChanges? (changes: readonly NewChange[]): Promise<void>
+  readChanges? (query: ChangeQuery): Promise<ChangeRead>
+  purgeChanges? (before: Date): Promise<number>
   /**
    * Optional: called once at start-up with the models the store serves, so that a store that
    * must check or create tables fails start-up, not requests, when it cannot serve a schema.

@@ -133,7 +133,7 @@ export async function migrate (run: Run, schema: string, tables: readonly Table[
 }
 
 /** Waits for the schema's advisory lock (held until the transaction ends), then creates the schema if missing. */
-async function takeTurn (run: Run, schema: string): Promise<void> {
+export async function takeTurn (run: Run, schema: string): Promise<void> {
   await run(sql`SELECT pg_advisory_xact_lock(hashtext(${`fastify-api-conventions ${schema}`}))`)
   // CREATE SCHEMA IF NOT EXISTS would still need the CREATE privilege on the database.
   if ((await run(sql`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`)).length === 0) await run(sql`CREATE SCHEMA ${ident(schema)}`)

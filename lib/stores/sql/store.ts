@@ -2,16 +2,21 @@
 // through one small query interface (a pg Pool or PGlite), with the query compiled to SQL and
 // referential, conflict and availability failures mapped from SQLSTATE codes, never pre-checked.
 // Idempotency keys: claimed with a transaction-scoped advisory lock, kept in a table of the schema.
+// The work queue's jobs (stores/jobs.ts): a table of the schema too (sql/jobs.ts).
 import { createHash } from 'node:crypto'
 import type { ResourceModel, View } from '../../registry/model.js'
 import type { FilterNode } from '../../query/filter/ast.js'
 import { ConflictError, QueryInvalidError, StoreUnavailableError, UnprocessableError, withHeaders, withInvalidParams } from '../../errors.js'
 import { hasChildrenError, missingRelatedError } from '../referential.js'
 import { VERSION_MISMATCH } from '../store.js'
-import type { Fields, KeptResponse, KeyClaim, ListQuery, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import type { ChangeQuery, ChangeRead, Fields, KeptResponse, KeyClaim, ListQuery, NewChange, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
+import type { Job, NewJob } from '../jobs.js'
+import { JOBS_TABLE, jobOf, jobStatements, migrateJobs } from './jobs.js'
+import { changeStatements, decodeChanges, migrateChanges } from './changes.js'
 import { compileFilter, compileList } from './compile.js'
 import type { CompileContext, CompiledList } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
+import { CHANGES_TABLE } from './changes.js'
 import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
 import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
@@ -66,10 +71,14 @@ const TRANSACTION_ATTEMPTS = 3
 /** What a transaction's store throws on meeting a table not yet prepared; never leaves `transaction`. */
 class TableNotPrepared extends Error {}
 
-/** Stands for the table of kept responses among the tables a transaction met unprepared. */
+/** Stand for the tables beside the models' (kept responses, the work queue's, the change log) among those a transaction met unprepared. */
 const KEYS = Symbol('the table of kept responses')
+const JOBS = Symbol('the table of jobs')
+const CHANGES = Symbol('the change log')
+type SideTable = typeof KEYS | typeof JOBS | typeof CHANGES
+type Unprepared = Array<ResourceModel | SideTable>
 
-/** The table of kept responses, its readiness shared by a store and its transactions' stores. */
+/** A table beside the models' (kept responses, jobs, the change log), its readiness shared by a store and its transactions' stores. */
 interface KeysTable {
   readonly ref: Sql
   ready: Promise<void> | undefined
@@ -95,9 +104,12 @@ export class SqlStore implements Store {
   /** Where statements run: the database, or the connection of the transaction this store belongs to. */
   #query: QueryFunction
   /** In a transaction's store: the models it met whose tables were not prepared (see transaction). */
-  #unprepared: Array<ResourceModel | typeof KEYS> | undefined
+  #unprepared: Unprepared | undefined
   /** Shared with its transactions' stores, as the tables are. */
   #keys: KeysTable
+  #jobs: KeysTable
+  #changes: KeysTable
+  readonly #changeStatements: ReturnType<typeof changeStatements>
   /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
   readonly #reads: ReadRouter | undefined
   /** Lists compiled by query object: the routes keep one per query and view (listRequestFor). */
@@ -110,10 +122,13 @@ export class SqlStore implements Store {
     this.#context = { tableOf: model => this.#tableOf(model), caseCollation: settings.caseCollation }
     this.#query = db.query
     this.#keys = { ref: ident(settings.schema, KEYS_TABLE), ready: undefined, prepared: false }
+    this.#jobs = { ref: ident(settings.schema, JOBS_TABLE), ready: undefined, prepared: false }
+    this.#changes = { ref: ident(settings.schema, CHANGES_TABLE), ready: undefined, prepared: false }
+    this.#changeStatements = changeStatements(settings.schema)
   }
 
   /** A store running its statements through `query`, on this store's tables. */
-  #bound (query: QueryFunction, unprepared: Array<ResourceModel | typeof KEYS>): SqlStore {
+  #bound (query: QueryFunction, unprepared: Unprepared): SqlStore {
     const store = new SqlStore(this.#db, this.#settings)
     store.#tables = this.#tables
     store.#ready = this.#ready
@@ -122,6 +137,8 @@ export class SqlStore implements Store {
     store.#query = query
     store.#unprepared = unprepared
     store.#keys = this.#keys
+    store.#jobs = this.#jobs
+    store.#changes = this.#changes
     return store
   }
 
@@ -149,19 +166,22 @@ export class SqlStore implements Store {
     for (const model of models) await this.#prepare(model).catch(unlessUnavailable)
     // Without Idempotency-Key the table is never used, so `migrate: false` need not have it.
     if (features.idempotencyKeys !== false) await this.#prepareKeys().catch(unlessUnavailable)
+    if (features.jobs === true) await this.#prepareKeys(JOBS).catch(unlessUnavailable)
+    if (features.changes === true) await this.#prepareKeys(CHANGES).catch(unlessUnavailable)
   }
 
-  /** The table of kept responses, checked and created if missing before first use, as #prepare does a model's. */
-  async #prepareKeys (): Promise<void> {
-    const keys = this.#keys
+  /** A table beside the models' (kept responses, jobs, the change log), checked and created if missing before first use, as #prepare does a model's. */
+  async #prepareKeys (which: SideTable = KEYS): Promise<void> {
+    const keys = which === KEYS ? this.#keys : which === JOBS ? this.#jobs : this.#changes
     if (keys.prepared) return
     if (this.#unprepared !== undefined) {
-      this.#unprepared.push(KEYS)
-      throw new TableNotPrepared('the table of kept responses is not prepared')
+      this.#unprepared.push(which)
+      throw new TableNotPrepared(`${which.description ?? ''} is not prepared`)
     }
     if (keys.ready === undefined) {
       const { schema, migrate: alter } = this.#settings
-      const check = async (query: QueryFunction) => await migrateKeys(fragment => run(query, fragment), schema, { alter })
+      const migrateTable = which === KEYS ? migrateKeys : which === JOBS ? migrateJobs : migrateChanges
+      const check = async (query: QueryFunction) => await migrateTable(fragment => run(query, fragment), schema, { alter })
       const ready = (alter ? this.#db.transaction(check) : check(this.#db.query)).then(() => { keys.prepared = true })
       keys.ready = ready
       ready.catch(() => { keys.ready = undefined })
@@ -218,9 +238,9 @@ export class SqlStore implements Store {
     }
   }
 
-  /** A statement on the table of kept responses: no model's errors to map, only unavailability. */
-  async #runKeys (fragment: Sql): Promise<unknown[][]> {
-    await this.#prepareKeys()
+  /** A statement on a table beside the models' (kept responses, jobs, the change log): no model's errors to map, only unavailability. */
+  async #runKeys (fragment: Sql, which: SideTable = KEYS): Promise<unknown[][]> {
+    await this.#prepareKeys(which)
     try {
       return await run(this.#query, fragment)
     } catch (error) {
@@ -419,6 +439,49 @@ export class SqlStore implements Store {
     return Number(count)
   }
 
+  async addJob (job: NewJob): Promise<void> {
+    await this.#runKeys(jobStatements.add(this.#jobs.ref, job), JOBS)
+  }
+
+  /** Outside a transaction: the claim commits at once, so the lease counts from now. */
+  async claimJobs (kinds: readonly string[], limit: number, leaseMillis: number): Promise<readonly Job[]> {
+    return (await this.#runKeys(jobStatements.claim(this.#jobs.ref, kinds, limit, leaseMillis), JOBS)).map(jobOf)
+  }
+
+  async holdJob (id: string, attempt: number): Promise<boolean> {
+    return (await this.#runKeys(jobStatements.hold(this.#jobs.ref, id, attempt), JOBS)).length > 0
+  }
+
+  async finishJob (id: string, state: 'succeeded' | 'failed', outcome: unknown, keepUntil: Date): Promise<void> {
+    await this.#runKeys(jobStatements.finish(this.#jobs.ref, id, state, outcome, keepUntil), JOBS)
+  }
+
+  /** On the primary: a job's state is what its caller must see at once. */
+  async getJob (id: string): Promise<Job | null> {
+    const rows = await this.#runKeys(jobStatements.get(this.#jobs.ref, id), JOBS)
+    return rows.length === 0 ? null : jobOf(rows[0])
+  }
+
+  async purgeJobs (now: Date): Promise<number> {
+    const [[count]] = await this.#runKeys(jobStatements.purge(this.#jobs.ref, now), JOBS)
+    return Number(count)
+  }
+
+  /** The change log (stores/sql/changes.ts): appended in a transaction, as its last statement. */
+  async appendChanges (changes: readonly NewChange[]): Promise<void> {
+    if (this.#unprepared === undefined) return await this.transaction(async tx => await tx.appendChanges?.(changes))
+    if (changes.length > 0) await this.#runKeys(this.#changeStatements.append(changes), CHANGES)
+  }
+
+  async readChanges (query: ChangeQuery): Promise<ChangeRead> {
+    return decodeChanges(await this.#runKeys(this.#changeStatements.read(query), CHANGES), query.limit)
+  }
+
+  async purgeChanges (before: Date): Promise<number> {
+    const [[count]] = await this.#runKeys(this.#changeStatements.purge(before), CHANGES)
+    return Number(count)
+  }
+
   /**
    * Runs `work` in one PostgreSQL transaction at the server's default isolation, READ COMMITTED:
    * each statement sees what was committed before it began, so work that reads a record to write
@@ -433,7 +496,7 @@ export class SqlStore implements Store {
   async transaction<T> (work: (store: Store) => Promise<T>): Promise<T> {
     if (this.#unprepared !== undefined) return await work(this)
     for (let attempt = 1; ; attempt++) {
-      const unprepared: Array<ResourceModel | typeof KEYS> = []
+      const unprepared: Unprepared = []
       let workFailed = false
       try {
         const result = await this.#db.transaction(async query => {
@@ -452,7 +515,7 @@ export class SqlStore implements Store {
         return result
       } catch (error) {
         if (unprepared.length > 0) {
-          for (const model of unprepared) await (model === KEYS ? this.#prepareKeys() : this.#prepare(model))
+          for (const model of unprepared) await (typeof model === 'symbol' ? this.#prepareKeys(model) : this.#prepare(model))
           attempt--
         } else if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) {
           // What work threw is already the store's answer; BEGIN, COMMIT or the connection failing is the driver's.

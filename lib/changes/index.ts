@@ -1,0 +1,85 @@
+// The change feed as the plugin wires it (docs/changes.md): the store wrapped so that writes record
+// their changes, the wake-ups of waiting readers, the route's spec, and the purge past retention.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { OptionsInvalidError } from '../errors.js'
+import type { OperationContext } from '../operations/context.js'
+import type { StoreOf } from '../operations/stores.js'
+import type { ResourceModel } from '../registry/model.js'
+import type { RouteSpec } from '../route-spec.js'
+import type { Store } from '../stores/store.js'
+import { changeFeed } from './feed.js'
+import type { ResolvedChanges } from './options.js'
+import { recordingStore } from './recording.js'
+import { createWakeups } from './wakeups.js'
+import { changesRouteSchema } from './schema.js'
+import type { SchemaOptions } from '../routes/route-schema.js'
+
+/** How often the changes past retention are purged, at most. */
+const purgeInterval = 60_000
+
+export interface Changes {
+  /** The stores the routes use: the resources' store, recording. */
+  readonly storeOf: StoreOf
+  /** The route, once the operation context exists. */
+  readonly spec: (context: OperationContext, schemaOptions: SchemaOptions, app: FastifyInstance) => RouteSpec
+}
+
+/**
+ * The feed of `models`, which must share one store with a change log (a feed reads one log).
+ * `keepsPrevious` is read when a write is made (the rules are compiled after this).
+ */
+export function setUpChanges (settings: ResolvedChanges, models: readonly ResourceModel[], assigned: StoreOf, keepsPrevious: (model: ResourceModel) => boolean): Changes {
+  const store = assigned(models[0])
+  if (models.some(model => assigned(model) !== store)) throw new OptionsInvalidError('changes needs every resource kept in one store: the feed reads one change log')
+  if (typeof store.appendChanges !== 'function' || typeof store.readChanges !== 'function' || typeof store.purgeChanges !== 'function') {
+    throw new OptionsInvalidError('changes needs a store with a change log (appendChanges, readChanges, purgeChanges): the memory, PGlite and PostgreSQL stores have one')
+  }
+  const log = store as Required<Pick<Store, 'readChanges' | 'purgeChanges'>>
+  let lastPurge = 0
+  const purgeNowAndThen = (warn: (error: unknown) => void) => {
+    const now = Date.now()
+    if (now - lastPurge < purgeInterval) return
+    lastPurge = now
+    log.purgeChanges(new Date(now - settings.retention)).catch(warn)
+  }
+  const wakeups = createWakeups(async () => (await log.readChanges({ after: null, limit: 0, resources: null })).head, settings.pollInterval)
+  let warnOf: (error: unknown) => void = () => {}
+  const recording = recordingStore(store, {
+    keepsPrevious,
+    committed () {
+      wakeups.committed()
+      purgeNowAndThen(warnOf)
+    }
+  })
+  return {
+    storeOf: () => recording,
+    spec (context, schemaOptions, app) {
+      warnOf = error => app.log.warn({ err: error }, 'api-conventions: purging expired changes failed')
+      const feed = changeFeed(context, log, settings, wakeups)
+      // Open event streams end as the server closes, or it would wait for them.
+      app.addHook('preClose', function endChangeStreams (done) {
+        feed.close()
+        done()
+      })
+      const json = ['application/json']
+      return {
+        method: 'GET',
+        path: '/changes',
+        allow: ['GET', 'HEAD'],
+        operation: 'changes',
+        resource: null,
+        store: null,
+        views: null,
+        item: false,
+        bodyTypes: [],
+        responseTypes: [...json, 'text/event-stream'],
+        schema: changesRouteSchema(context, schemaOptions),
+        handler: async function readChanges (request: FastifyRequest, reply) {
+          purgeNowAndThen(warnOf)
+          return await feed.handler.call(this, request, reply)
+        },
+        config: { produces: [...json, 'text/event-stream'] }
+      }
+    }
+  }
+}

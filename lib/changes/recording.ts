@@ -1,0 +1,94 @@
+// The change record in the write's transaction (docs/changes.md): a store wrapped so that every
+// record it creates, updates or removes (a route's write, a batch's, a hook's derived value) notes
+// one change, and the transaction appends them to the store's change log as its last step, so they
+// commit with the write or not at all. A write outside a transaction runs in one of its own.
+import type { ResourceModel } from '../registry/model.js'
+import { newUuidV7 } from '../registry/uuid.js'
+import { VERSION_MISMATCH } from '../stores/store.js'
+import type { Fields, NewChange, Store, StoredRecord, WriteOptions } from '../stores/store.js'
+
+export interface RecordingOptions {
+  /** Whether a change of this model keeps the record before it (row rules: visibility may change). */
+  readonly keepsPrevious: (model: ResourceModel) => boolean
+  /** Called after a transaction that recorded changes has committed. */
+  readonly committed: () => void
+}
+
+// Calls passed to the store as they are: reads, keys, the change log's reads, the store's life.
+const passedCalls = ['list', 'get', 'getMany', 'claimKey', 'keepResponse', 'purgeKeys', 'addJob', 'claimJobs', 'holdJob', 'finishJob', 'getJob', 'purgeJobs', 'readChanges', 'purgeChanges', 'prepare', 'poolStats', 'close'] as const
+
+/** `store` with its writes recorded; its change log must be there (the plugin checks at boot). */
+export function recordingStore (store: Store, options: RecordingOptions): Store {
+  async function transaction<T> (work: (tx: Store) => Promise<T>): Promise<T> {
+    let recorded = 0
+    const result = await store.transaction(async tx => {
+      // Per attempt: a transaction the store runs again records again.
+      const pending: NewChange[] = []
+      const value = await work(inTransaction(tx, pending, options))
+      if (pending.length > 0) await (tx.appendChanges as NonNullable<Store['appendChanges']>)(pending)
+      recorded = pending.length
+      return value
+    })
+    if (recorded > 0) options.committed()
+    return result
+  }
+  const wrapper = passThrough(store)
+  return Object.assign(wrapper, {
+    transaction,
+    create: async (model: ResourceModel, fields: Fields) => await transaction(async tx => await tx.create(model, fields)),
+    update: async (model: ResourceModel, id: string, fields: Fields, how?: WriteOptions) => await transaction(async tx => await tx.update(model, id, fields, how)),
+    remove: async (model: ResourceModel, id: string, how?: WriteOptions) => await transaction(async tx => await tx.remove(model, id, how)),
+    appendChanges: undefined
+  }) as unknown as Store
+}
+
+/** A transaction's store whose writes note their changes in `pending`. */
+function inTransaction (tx: Store, pending: NewChange[], { keepsPrevious }: RecordingOptions): Store {
+  const note = (model: ResourceModel, operation: NewChange['operation'], id: string, record: StoredRecord | null, previous: StoredRecord | null, at: Date) => {
+    pending.push({
+      id: newUuidV7(),
+      resource: model.name,
+      recordId: id,
+      operation,
+      version: record?.version ?? (previous as StoredRecord).version + 1,
+      at,
+      data: record?.data ?? null,
+      previous: keepsPrevious(model) ? previous?.data ?? null : null
+    })
+  }
+  /** The record before a write that needs it: locked, so that it is still the one written over. */
+  const before = async (model: ResourceModel, id: string, needed: boolean) => needed ? await tx.get(model, id, { lock: true }) : null
+  const wrapper = passThrough(tx)
+  const self: Store = Object.assign(wrapper, {
+    // A transaction inside this one joins it.
+    transaction: async <T>(work: (store: Store) => Promise<T>): Promise<T> => await work(self),
+    async create (model: ResourceModel, fields: Fields) {
+      const created = await tx.create(model, fields)
+      note(model, 'create', String(created.data[model.idField]), created, null, created.modifiedAt)
+      return created
+    },
+    async update (model: ResourceModel, id: string, fields: Fields, how: WriteOptions = {}) {
+      const previous = await before(model, id, keepsPrevious(model))
+      const updated = await tx.update(model, id, fields, how)
+      if (updated !== null && updated !== VERSION_MISMATCH) note(model, how.operation ?? 'modify', id, updated, previous, updated.modifiedAt)
+      return updated
+    },
+    async remove (model: ResourceModel, id: string, how: WriteOptions = {}) {
+      // The version a delete's change carries is the next one of the record removed.
+      const previous = await before(model, id, true)
+      if (previous === null) return await tx.remove(model, id, how)
+      const removed = await tx.remove(model, id, { ...how, ifVersion: how.ifVersion ?? previous.version })
+      if (removed === true) note(model, 'delete', id, null, previous, new Date())
+      return removed
+    }
+  }) as unknown as Store
+  return self
+}
+
+/** An object with the store's passed calls, each made on the store itself (which may keep private fields). */
+function passThrough (store: Store): Record<string, unknown> {
+  const wrapper: Record<string, unknown> = {}
+  for (const name of passedCalls) wrapper[name] = store[name]?.bind(store)
+  wrapper.routesReadsByCaller = store.routesReadsByCaller
+  return wrapper
+}

@@ -1,0 +1,143 @@
+// The change feed as a plugin option (docs/changes.md): retention and the 410 past it, its boot
+// errors, the event stream's heartbeat and end, and the store calls that fail under it. The demo's
+// feed over HTTP on every store is test/demo-changes.test.ts; commit order under concurrency,
+// test/changes-commit-order.test.ts.
+import t from 'tap'
+import { Type } from '@sinclair/typebox'
+import { defineResource, memoryStore, pgliteStore } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
+import { buildApp, json, testClock } from './helpers/app.js'
+import { eventReader } from './helpers/events.js'
+import { resolveChanges } from '../lib/changes/options.js'
+import { changeStatements } from '../lib/stores/sql/changes.js'
+import { openPglite } from './stores/pglite-db.js'
+
+const feed = (app: Awaited<ReturnType<typeof buildApp>>, query = '', headers: Record<string, string> = {}) =>
+  app.inject({ url: `/v1/changes${query}`, headers })
+
+t.test('without the option there is no feed', async t => {
+  const app = await buildApp(t)
+  t.equal((await feed(app)).statusCode, 404)
+})
+
+t.test('a position older than the retention answers 410 changes-expired, its links the head', async t => {
+  // The memory store's records are made at the test clock's time, long before now: past 7 days.
+  const app = await buildApp(t, { changes: true })
+  const first = await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Old' } })
+  t.equal(first.statusCode, 201)
+  // Its commit purged what is past retention (at most once a minute): itself.
+  const read = await feed(app)
+  t.same(read.json().data.changes, [])
+  const head = new URL(read.json().links[1].href, 'http://x').searchParams.get('after') as string
+  t.match(head, /^\d+$/, 'next names the head even when every change is gone')
+  const expired = await feed(app, '?after=0')
+  t.equal(expired.statusCode, 410)
+  t.match(expired.headers['content-type'], /^application\/problem\+json/)
+  t.match(expired.json(), { type: '/v1/problems/changes-expired', status: 410, links: [{ rel: 'head', href: `/v1/changes?after=${head}` }] })
+  const stream = await feed(app, '?after=0', { accept: 'text/event-stream' })
+  t.equal(stream.statusCode, 410, 'an event stream is refused before it starts')
+  t.equal((await feed(app, `?after=${head}`)).statusCode, 200, 'the last change purged is still a place to resume from')
+  const page = await app.inject({ url: '/v1/problems/changes-expired' })
+  t.equal(page.statusCode, 200, 'the problem type has its page')
+})
+
+t.test('a change of a resource the API no longer serves is no one\'s to see', async t => {
+  const store = memoryStore()
+  await store.appendChanges?.([{ id: 'c1', resource: 'ghosts', recordId: 'g1', operation: 'create', version: 1, at: new Date(), data: { id: 'g1' }, previous: null }])
+  const app = await buildApp(t, { store, changes: true })
+  const read = await feed(app)
+  t.same(read.json().data.changes, [])
+  t.match(read.json().links[1].href, /after=1$/, 'the reader moves past it')
+})
+
+t.test('the event stream: a comment line when silent, ended when the server closes', async t => {
+  const app = await buildApp(t, { changes: { heartbeat: 20, pollInterval: 10 } })
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
+  const res = await fetch(`${base}/v1/changes`, { headers: { accept: 'text/event-stream' } })
+  const events = eventReader(res.body as ReadableStream<Uint8Array>)
+  t.same(await events.next(), { comment: 'keep-alive' })
+  await app.close()
+  for (let event = await events.next(); event !== null; event = await events.next()) t.same(event, { comment: 'keep-alive' })
+  t.pass('the stream ended')
+})
+
+t.test('a wait that sees nothing answers the empty page at its end', async t => {
+  const app = await buildApp(t, { changes: { pollInterval: 10 } })
+  const res = await feed(app, '?wait=1')
+  t.equal(res.statusCode, 200)
+  t.same(res.json().data.changes, [])
+  t.same(res.json().links, [{ rel: 'self', href: '/v1/changes' }, { rel: 'next', href: '/v1/changes?after=0' }], 'next: the head, where to resume')
+})
+
+/** A memory store whose change log fails after `good` reads. */
+function failingStore (good: number): Store {
+  const store = memoryStore()
+  let reads = 0
+  return Object.assign(Object.create(null), store, {
+    readChanges: async (query: Parameters<NonNullable<Store['readChanges']>>[0]) => {
+      if (++reads > good) throw new Error('the log is gone')
+      return await (store.readChanges as NonNullable<Store['readChanges']>)(query)
+    }
+  }) as Store
+}
+
+t.test('a stream whose store fails ends; a waiter whose look at the head fails waits on', async t => {
+  const app = await buildApp(t, { store: failingStore(1), changes: { heartbeat: 20, pollInterval: 5 } })
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
+  const res = await fetch(`${base}/v1/changes`, { headers: { accept: 'text/event-stream' } })
+  const events = eventReader(res.body as ReadableStream<Uint8Array>)
+  while (await events.next() !== null);
+  t.equal(await events.next(), null, 'the stream ended when its store failed')
+  const waited = await app.inject({ url: '/v1/changes?wait=1' })
+  t.equal(waited.statusCode, 500, 'a page whose store fails is a 500, as any store failure')
+})
+
+t.test('boot errors name the option', async t => {
+  const app = buildApp(t, { changes: { retention: 'soon' } })
+  await t.rejects(app, { code: 'API_ERR_OPTIONS_INVALID', message: /changes\.retention/ })
+  t.throws(() => resolveChanges({ retension: 1 }), { message: /retension/ })
+  t.throws(() => resolveChanges('yes'), { message: /changes must be a boolean or an object/ })
+  t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000 })
+  const logless = { ...memoryStore(), appendChanges: undefined }
+  await t.rejects(buildApp(t, { store: logless as Store, changes: true }), { message: /a store with a change log/ })
+  const Thing = Type.Object({ id: Type.Readonly(Type.String()), name: Type.String() }, { additionalProperties: false })
+  await t.rejects(buildApp(t, {
+    changes: true,
+    resources: store => [
+      defineResource({ name: 'things', singular: 'thing', schema: Thing, store }),
+      defineResource({ name: 'others', singular: 'other', schema: Thing, store: memoryStore() })
+    ]
+  }), { message: /every resource kept in one store/ })
+})
+
+t.test('writes that change nothing record nothing; a delete records the next version', async t => {
+  // Records made now: within the retention, so the commit's purge keeps them.
+  const clock = testClock(new Date())
+  const store = memoryStore({ now: clock.now })
+  const app = await buildApp(t, { store, clock, changes: true })
+  const made = (await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'A' } })).json().data.author
+  const stale = await app.inject({ method: 'PATCH', url: `/v1/authors/${made.id}`, headers: { 'content-type': 'application/merge-patch+json', 'if-match': '"7"' }, payload: { name: 'B' } })
+  t.equal(stale.statusCode, 412)
+  t.equal((await app.inject({ method: 'DELETE', url: '/v1/authors/nope' })).statusCode, 404)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/authors/${made.id}`, headers: { 'if-match': '"7"' } })).statusCode, 412)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/authors/${made.id}` })).statusCode, 204)
+  const read = await store.readChanges?.({ after: null, limit: 10, resources: null })
+  t.same(read?.changes.map(change => `${change.operation} v${change.version}`), ['create v1', 'delete v2'])
+})
+
+t.test('the SQL change log: appended outside a transaction too, checked when it may not be created', async t => {
+  const db = await openPglite()
+  t.teardown(() => db.close())
+  const store = await pgliteStore({ db, schema: 'changes_log' })
+  await store.prepare?.([], { idempotencyKeys: false, changes: true })
+  const change = { id: 'c', resource: 'authors', recordId: 'a', operation: 'create' as const, version: 1, at: new Date(), data: { id: 'a' }, previous: null }
+  await store.appendChanges?.([change, { ...change, id: 'd' }])
+  await store.appendChanges?.([])
+  const read = await store.readChanges?.({ after: null, limit: 1, resources: ['authors'] })
+  t.match(read, { changes: [{ id: 'c', data: { id: 'a' }, previous: null }], hasMore: true, purgedThrough: '0' })
+  t.equal(await store.purgeChanges?.(new Date(Date.now() + 1000)), 2)
+  t.match(await store.readChanges?.({ after: null, limit: 1, resources: null }), { changes: [], hasMore: false })
+  const unmigrated = await pgliteStore({ db, schema: 'changes_unmigrated', migrate: false })
+  await t.rejects(unmigrated.prepare?.([], { idempotencyKeys: false, changes: true }) as Promise<void>, { message: /api_changes.*migrate is false; create it: CREATE TABLE/ })
+  t.throws(() => changeStatements('s').append(Array.from({ length: 1048576 }, () => change)), RangeError)
+})
