@@ -87,6 +87,21 @@ export async function startDemoApp (config: DemoConfig, serverOptions: FastifySe
   return { app, sample }
 }
 
+/** The demo's options to the plugin, over `store`: shared with the tests that assemble the demo around the plugin. */
+export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Redis): ApiConventionsOptions {
+  return {
+    prefix: '/v1',
+    resources: demoResources(store),
+    cursorSecret: config.cursorSecret,
+    requireIfMatch: config.requireIfMatch,
+    // Prefer: respond-async on every write: 202 and /v1/operations/{id}, which admins see of every caller.
+    async: { seesAll: principal => (principal as DemoPrincipal).right === 'admin' },
+    changes: { retention: config.changesRetention },
+    openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },
+    ...demoSecurityOptions(config, redis)
+  }
+}
+
 async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServerOptions): Promise<{ app: FastifyInstance, store: Store }> {
   const app = Fastify({
     genReqId,
@@ -104,16 +119,6 @@ async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServer
   const store = await createDemoStore(config, app.log, redis).catch(async (error: unknown) => { await app.close(); throw error })
   app.addHook('onClose', async function closeStore () { await store.close() })
   await app.register(outsideTheApi(config.allowedOrigins))
-  await app.register(apiConventions, {
-    prefix: '/v1',
-    resources: demoResources(store),
-    cursorSecret: config.cursorSecret,
-    requireIfMatch: config.requireIfMatch,
-    // Prefer: respond-async on every write: 202 and /v1/operations/{id}, which admins see of every caller.
-    async: { seesAll: principal => (principal as DemoPrincipal).right === 'admin' },
-    changes: { retention: config.changesRetention },
-    openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },
-    ...demoSecurityOptions(config, redis)
-  })
+  await app.register(apiConventions, demoPluginOptions(config, store, redis))
   return { app, store }
 }

@@ -64,7 +64,7 @@ t.test('an empty resources list rejects registration saying the list is empty', 
 const unknownKeys: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
   [{ errorformat: 'flat' }, 'errorformat is not a known key; did you mean "errorFormat"?'],
   [{ cursorSecrets: ['a-long-enough-secret-1'] }, 'cursorSecrets is not a known key; did you mean "cursorSecret"?'],
-  [{ colour: 'blue' }, 'colour is not a known key; known: resources, errorFormat, singleResource, links, totalAtRoot, lastLink, paging, cursorSecret, cursorTtlSeconds, problemTypeBase, requireIfMatch, auth, cors, rateLimit, cacheControl, headerProfile, featurePolicyHeader, deprecation, resourcePolicies, maxQueryLength, bodyLimit, handlerTimeout, idempotency, batch, async, openapi, docsPage, metrics, serverTiming, compression, tracing, prefix, logLevel, logSerializers'],
+  [{ colour: 'blue' }, 'colour is not a known key; known: resources, errorFormat, singleResource, links, totalAtRoot, lastLink, paging, cursorSecret, cursorTtlSeconds, problemTypeBase, requireIfMatch, auth, cors, rateLimit, cacheControl, headerProfile, featurePolicyHeader, deprecation, resourcePolicies, maxQueryLength, bodyLimit, handlerTimeout, idempotency, batch, async, changes, openapi, docsPage, metrics, serverTiming, compression, tracing, prefix, logLevel, logSerializers'],
   [{ cors: { orgins: ['https://app.example.com'] } }, 'cors.orgins is not a known key; did you mean "origins"?'],
   [{ cors: { origins: [], maxage: 60 } }, 'cors.maxage is not a known key; did you mean "maxAge"?'],
   [{ auth: { bearer: () => null, relm: 'api' } }, 'auth.relm is not a known key; did you mean "realm"?'],

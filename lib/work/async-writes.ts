@@ -38,6 +38,8 @@ export interface AsyncOptions {
   readonly keepSeconds?: number | undefined
   /** Seconds SIGTERM (the app's close) waits for the running jobs. Default 5. */
   readonly stopSeconds?: number | undefined
+  /** Times a job is tried while the store is unavailable (or the work throws); then it is kept `failed` with the last problem. Default 5. */
+  readonly maxAttempts?: number | undefined
   /** Whether a principal sees every caller's operations (an administrator). Default: none does. */
   readonly seesAll?: ((principal: unknown) => boolean) | undefined
 }
@@ -48,15 +50,16 @@ export interface ResolvedAsync {
   readonly pollMillis: number
   readonly keepMillis: number
   readonly stopMillis: number
+  readonly maxAttempts: number
   readonly seesAll: (principal: unknown) => boolean
 }
 
-const asyncKeys = knownKeys({ concurrency: true, leaseSeconds: true, pollMillis: true, keepSeconds: true, stopSeconds: true, seesAll: true } satisfies Record<keyof AsyncOptions, true>)
+const asyncKeys = knownKeys({ concurrency: true, leaseSeconds: true, pollMillis: true, keepSeconds: true, stopSeconds: true, maxAttempts: true, seesAll: true } satisfies Record<keyof AsyncOptions, true>)
 
 /** Off unless asked for: `true` or an object turns it on. */
 export function resolveAsync (value: unknown): ResolvedAsync | null {
   if (value === undefined || value === false) return null
-  const given = switchableOptions(value === true ? {} : value, asyncKeys, 'async', '{ concurrency?, leaseSeconds?, pollMillis?, keepSeconds?, stopSeconds?, seesAll? }') as AsyncOptions
+  const given = switchableOptions(value === true ? {} : value, asyncKeys, 'async', '{ concurrency?, leaseSeconds?, pollMillis?, keepSeconds?, stopSeconds?, maxAttempts?, seesAll? }') as AsyncOptions
   if (given.seesAll !== undefined && typeof given.seesAll !== 'function') throw new OptionsInvalidError('async.seesAll must be a function (principal) => boolean')
   return Object.freeze({
     concurrency: positiveIntegerOr(given.concurrency, 'async.concurrency', 4),
@@ -64,6 +67,7 @@ export function resolveAsync (value: unknown): ResolvedAsync | null {
     pollMillis: positiveIntegerOr(given.pollMillis, 'async.pollMillis', 500),
     keepMillis: positiveIntegerOr(given.keepSeconds, 'async.keepSeconds', 86400) * 1000,
     stopMillis: positiveIntegerOr(given.stopSeconds, 'async.stopSeconds', 5) * 1000,
+    maxAttempts: positiveIntegerOr(given.maxAttempts, 'async.maxAttempts', 5),
     seesAll: given.seesAll ?? (() => false)
   })
 }
@@ -123,7 +127,7 @@ export function createAsyncWrites (context: OperationContext, core: Operations, 
     const { principal, resource, operation, id, body, headers } = job.payload as WritePayload
     const input = operationInput({ principal, id, body, preconditions: readPreconditions(headers), returnPreference: returnPreference(headers.prefer), joined: tx })
     const outcome = await core.perform(resource, operation, input, { authorized: true })
-    // The store unavailable (503): not the request's fault, tried again once the lease ends.
+    // The store unavailable (503): not the request's fault, tried again once the lease ends (its problem kept after the last attempt).
     if (outcome.status === 503) throw Object.assign(new Error('the store is unavailable'), { outcome: outcome.body })
     if (outcome.status >= 400) throw new JobFailed(outcome.body)
     return outcomeResult(outcome)

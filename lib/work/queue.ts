@@ -30,6 +30,8 @@ export interface WorkerSettings {
   readonly pollMillis: number
   /** How long a finished job is kept, then purged. */
   readonly keepMillis: number
+  /** How many claims a job gets: the last one's failure is kept (`failed`), not tried again. */
+  readonly maxAttempts: number
 }
 
 export interface Workers {
@@ -49,6 +51,14 @@ const purgeInterval = 60_000
 
 /** A lease lost before the work committed (the job was claimed again): the work is undone. */
 class LeaseLost extends Error {}
+
+/** What a job that failed every attempt without a failure of its own to keep is kept with. */
+const attemptsSpent = (attempts: number) => ({
+  type: 'about:blank',
+  status: 503,
+  title: 'Service Unavailable',
+  detail: `The operation failed ${attempts} times on a transient fault (the store unavailable, say) and will not be tried again: send it again.`
+})
 
 export function createWorkers (stores: readonly Store[], kinds: Readonly<Record<string, JobWork>>, settings: WorkerSettings, log: WorkLog): Workers {
   const names = Object.keys(kinds)
@@ -84,13 +94,16 @@ export function createWorkers (stores: readonly Store[], kinds: Readonly<Record<
       })
     } catch (error) {
       if (error instanceof LeaseLost) return
-      if (!(error instanceof JobFailed)) {
-        log.warn({ err: error, job: job.id }, 'api-conventions: a job failed and will be tried again when its lease ends')
+      const lastAttempt = job.attempt >= settings.maxAttempts
+      if (!(error instanceof JobFailed) && !lastAttempt) {
+        log.warn({ err: error, job: job.id, attempt: job.attempt }, 'api-conventions: a job failed and will be tried again when its lease ends')
         return
       }
       // Its writes were rolled back with its transaction; the failure is kept in one of its own.
+      const outcome = error instanceof JobFailed ? error.outcome : (error as { outcome?: unknown }).outcome ?? attemptsSpent(job.attempt)
+      if (!(error instanceof JobFailed)) log.warn({ err: error, job: job.id, attempt: job.attempt }, 'api-conventions: a job failed on its last attempt and is kept failed')
       await store.transaction(async tx => {
-        if (await (tx.holdJob as NonNullable<Store['holdJob']>)(job.id, job.attempt)) await (tx.finishJob as NonNullable<Store['finishJob']>)(job.id, 'failed', error.outcome, keepUntil())
+        if (await (tx.holdJob as NonNullable<Store['holdJob']>)(job.id, job.attempt)) await (tx.finishJob as NonNullable<Store['finishJob']>)(job.id, 'failed', outcome, keepUntil())
       }).catch((failure: unknown) => log.warn({ err: failure, job: job.id }, 'api-conventions: a failed job could not be recorded; it will be tried again when its lease ends'))
     }
   }

@@ -7,9 +7,8 @@ import t from 'tap'
 import Fastify from 'fastify'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse, RouteOptions } from 'fastify'
 import apiConventions, { memoryStore } from '../../lib/index.js'
-import { buildDemoApp, demoSecurityOptions } from '../../demo/app.js'
+import { buildDemoApp, demoPluginOptions } from '../../demo/app.js'
 import { loadConfig } from '../../demo/config.js'
-import { demoResources } from '../../demo/schemas/index.js'
 
 // The demo's defaults: among the tokens dev-token:write:dev, read-token:read:reader and
 // admin-token:admin:admin; dev-key:write (its user is the key itself); http://localhost:8080.
@@ -44,13 +43,7 @@ async function buildObservedDemo (): Promise<{ app: FastifyInstance, routes: Col
     for (const method of [route.method].flat()) routes.push({ url: route.url, method, options: route })
   })
   app.get('/health', function health () { return { status: 'ok' } })
-  await app.register(apiConventions, {
-    prefix: '/v1',
-    resources: demoResources(memoryStore()),
-    cursorSecret: config.cursorSecret,
-    requireIfMatch: config.requireIfMatch,
-    ...demoSecurityOptions(config)
-  })
+  await app.register(apiConventions, demoPluginOptions(config, memoryStore()))
   await app.ready()
   return { app, routes }
 }

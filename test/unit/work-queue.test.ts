@@ -7,7 +7,7 @@ import type { Store } from '../../lib/index.js'
 import { createWorkers, JobFailed } from '../../lib/work/queue.js'
 import type { JobWork } from '../../lib/work/queue.js'
 
-const settings = { concurrency: 2, leaseMillis: 60_000, pollMillis: 5, keepMillis: 60_000 }
+const settings = { concurrency: 2, leaseMillis: 60_000, pollMillis: 5, keepMillis: 60_000, maxAttempts: 5 }
 
 function logger () {
   const warnings: string[] = []
@@ -43,6 +43,27 @@ t.test('a job succeeds once, a JobFailed is kept as failed, another error waits 
   t.match(await store.getJob('errs'), { state: 'running' }, 'left for its lease to end')
   t.same(runs.filter(id => id === 'ok'), ['ok'], 'done once')
   t.match(warnings, [/tried again when its lease ends/])
+})
+
+t.test('a job that keeps failing is kept failed after its last attempt, with the problem it carried or a 503', async t => {
+  const store = memoryStore() as Required<Store>
+  const attempts: Record<string, number[]> = { carried: [], thrown: [] }
+  const problem = { type: 'about:blank', status: 503, title: 'Service Unavailable', detail: 'the store is unavailable' }
+  const work: JobWork = async job => {
+    attempts[job.id].push(job.attempt)
+    throw job.id === 'carried' ? Object.assign(new Error('store down'), { outcome: problem }) : new Error('a bug')
+  }
+  const { warnings, log } = logger()
+  // Leases of 1 ms: each failure is claimed again at once.
+  const workers = createWorkers([store], { k: work }, { ...settings, leaseMillis: 1, maxAttempts: 3 }, log)
+  for (const id of ['carried', 'thrown']) await add(store, id)
+  workers.start()
+  await until(async () => (await store.getJob('carried'))?.state === 'failed' && (await store.getJob('thrown'))?.state === 'failed')
+  await workers.stop(1000)
+  t.same(attempts, { carried: [1, 2, 3], thrown: [1, 2, 3] }, 'three attempts each, then no more')
+  t.match(await store.getJob('carried'), { outcome: problem })
+  t.match(await store.getJob('thrown'), { outcome: { status: 503, title: 'Service Unavailable', detail: /failed 3 times/ } })
+  t.equal(warnings.filter(warning => /last attempt/.test(warning)).length, 2)
 })
 
 t.test('a lost lease: the work is undone and nothing recorded', async t => {
