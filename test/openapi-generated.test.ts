@@ -175,7 +175,8 @@ t.test('requests built from the document alone get the answers it documents', as
       }), { numRuns: runs, seed: process.env.OPENAPI_SEED === undefined ? undefined : Number(process.env.OPENAPI_SEED) })
     }
   }
-  t.equal(reached.size, 45, 'every operation was tried')
+  const documented = Object.values(document.paths as Json).flatMap(item => methods.filter(name => item[name] !== undefined))
+  t.ok(reached.size === documented.length && reached.size > 40, `every one of the ${documented.length} operations was tried`)
   const succeeded = [...reached].filter(([, statuses]) => [...statuses].some(status => status < 300))
   t.ok(succeeded.length >= reached.size / 2, `${succeeded.length} of ${reached.size} operations succeeded at least once`)
 })

@@ -147,6 +147,13 @@ t.test('Prism as a validating proxy finds no disagreement between the demo and i
   await check({ method: 'POST', path: '/batch', headers: write, body: { operations: [{ op: 'create', resource: 'authors', lid: 'a', data: { name: 'Patricia Grace' } }, { op: 'create', resource: 'books', data: { title: 'Potiki', authorId: { lid: 'a' } } }] }, status: 200 })
   await check({ method: 'DELETE', path: `/reviews/${review.id}`, headers: write, status: 204 })
 
+  // The change feed, and asynchronous work with its status monitor.
+  await check({ path: '/changes?pageSize=2', headers: write, status: 200 })
+  await check({ path: '/changes?after=forged', headers: write, status: 'refused' })
+  const accepted = await check({ method: 'POST', path: '/authors', headers: { ...write, prefer: 'respond-async' }, body: { name: 'Witi Ihimaera' }, status: 202 })
+  await check({ path: (accepted.headers.get('location') as string).replace(/^\/v1/, ''), headers: write, status: 200 })
+  await check({ path: '/operations/no-such-operation', headers: write, status: 404 })
+
   // The documentation routes, and what the document answers for the formats it lists.
   for (const path of ['/openapi.json', '/problems', '/problems/not-found']) await check({ path, status: 200 })
   await check({ path: '/books', headers: { ...write, accept: 'text/csv' }, status: 406 })

@@ -72,12 +72,16 @@ const resourcePaths: Readonly<Record<string, { readonly resources: Resources, re
 const successStatus: Readonly<Record<string, number>> = { GET: 200, HEAD: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204, OPTIONS: 200 }
 
 /** What the route is, as the configuration sees it. */
-function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'preflight-only' {
+function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'feed' | 'monitor' | 'preflight-only' {
   if (!route.url.startsWith('/v1')) return 'host'
   if (route.options.config?.public === true) return 'public'
   if (Object.hasOwn(resourcePaths, route.url)) return 'resource'
   // docs/demo-contract.md "Safe retries and atomic writes": each operation is authorized as its own request.
   if (route.url === '/v1/batch' && route.method === 'POST') return 'batch'
+  // docs/demo-contract.md "Changes": any authenticated caller reads the feed (`read` suffices).
+  if (route.url === '/v1/changes') return 'feed'
+  // docs/demo-contract.md "Asynchronous work": a monitor; the matrix asks for an id no one was given.
+  if (route.url === '/v1/operations/:id') return 'monitor'
   // The hidden `OPTIONS /v1*` (security/cors.ts), there so that preflights to any path find a route.
   if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'
   throw new Error(`no expectation written for ${route.method} ${route.url}: add it to the matrix`)
@@ -100,6 +104,7 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
   if (credential === 'anonymous' || credential === 'malformed' || credential === 'wrong' || credential === 'wrongKey') return 401
   if (kind === 'preflight-only') return 404 // authenticated, not a preflight, no resource at that path
   if (kind === 'batch') return credential === 'read' ? 403 : 200
+  if (kind === 'monitor') return 404
   if (credential === 'read' && !readMethods.has(route.method)) return 403
   if (route.url === '/v1/reviews/:id' && !readMethods.has(route.method) && credential !== 'write' && credential !== 'admin') return 403
   return successStatus[route.method]
