@@ -146,7 +146,8 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
     // Connection: close, so that a stream ended as the server closes does not leave an idle connection it waits for.
     raw.writeHead(200, { ...reply.getHeaders() as Record<string, string>, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
     const end = () => controller.abort()
-    request.raw.once('close', end)
+    // The response's close: the connection went (the request's fires once its body is read).
+    raw.once('close', end)
     let after = query.after
     let lastWrite = Date.now()
     try {
@@ -169,8 +170,10 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
       request.log.warn({ err: error }, 'change stream ended')
     } finally {
       streams.delete(controller)
-      request.raw.off('close', end)
-      raw.end()
+      raw.off('close', end)
+      // Connection: close, so the socket serves nothing more: closed once the end is written, not
+      // left half-open until the client closes its side (a closing server would wait its keep-alive time).
+      raw.end(() => raw.socket?.destroy())
     }
   }
 
