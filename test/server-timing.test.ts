@@ -77,7 +77,7 @@ t.test('a store call outside any request is not timed, and answers as the store 
   const store = memoryStore()
   const timing = createStoreTiming()
   const model = { name: 'loose', idField: 'id' } as ResourceModel
-  model.model = model
+  Object.assign(model, { model })
   const timed = timing.timedStores(() => store)(model)
   t.equal(timed, timing.timedStores(() => store)(model), 'one wrapper per store')
   t.same(await timed.getMany(model, 'id', []), [])
