@@ -217,3 +217,14 @@ t.test('MCP=false serves no endpoint: 404', async t => {
   t.equal(res.statusCode, 404)
   t.match(res.headers['content-type'], /^application\/problem\+json/)
 })
+
+t.test('the mcp option: true or { instructions }, anything else refused at registration', async t => {
+  const { resolveMcp } = await import('../lib/mcp/options.js')
+  t.equal(resolveMcp(undefined), null)
+  t.equal(resolveMcp(false), null)
+  t.same(resolveMcp(true), { instructions: undefined })
+  t.same(resolveMcp({ instructions: 'Books and their reviews.' }), { instructions: 'Books and their reviews.' })
+  t.throws(() => resolveMcp('yes'), { code: 'API_ERR_OPTIONS_INVALID', message: /mcp must be a boolean or an object \{ instructions\? \}, received "yes"/ })
+  t.throws(() => resolveMcp(null), { message: /mcp must be a boolean or an object/ })
+  t.throws(() => resolveMcp({ instructions: ' ' }), { message: /mcp.instructions must be a non-empty string, received " "/ })
+})
