@@ -228,3 +228,24 @@ t.test('the mcp option: true or { instructions }, anything else refused at regis
   t.throws(() => resolveMcp(null), { message: /mcp must be a boolean or an object/ })
   t.throws(() => resolveMcp({ instructions: ' ' }), { message: /mcp.instructions must be a non-empty string, received " "/ })
 })
+
+t.test('what is not MCP over Streamable HTTP is refused as a problem', async t => {
+  const app = await buildDemoApp(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length' }), { logger: false })
+  t.teardown(() => app.close())
+  const headers = { authorization: 'Bearer alice-token', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+  const post = (extra: Record<string, string>, payload: unknown = { jsonrpc: '2.0', id: 1, method: 'tools/list' }) => app.inject({ method: 'POST', url: '/v1/mcp', headers: { ...headers, ...extra }, payload: payload as object })
+  const seen = (res: Awaited<ReturnType<typeof post>>) => ({ status: res.statusCode, type: String(res.headers['content-type']).split(';')[0], allow: res.headers.allow, invalidParams: res.json().invalidParams })
+
+  t.same(seen(await app.inject({ method: 'GET', url: '/v1/mcp', headers })), { status: 405, type: 'application/problem+json', allow: 'POST', invalidParams: undefined }, 'GET: no event stream is offered')
+  t.same(seen(await app.inject({ method: 'DELETE', url: '/v1/mcp', headers })), { status: 405, type: 'application/problem+json', allow: 'POST', invalidParams: undefined }, 'DELETE: no session to end')
+  t.match(seen(await post({ accept: 'application/json' })), { status: 406, type: 'application/problem+json' }, 'an Accept without text/event-stream')
+  t.match(seen(await post({ 'mcp-protocol-version': '1999-01-01' })), { status: 400, type: 'application/problem+json', invalidParams: [{ name: 'MCP-Protocol-Version' }] }, 'an unsupported protocol version')
+  t.match(seen(await post({}, { hello: 'world' })), { status: 400, type: 'application/problem+json', invalidParams: [{ name: 'body' }] }, 'JSON that is no JSON-RPC message')
+  t.match(seen(await post({ 'content-type': 'text/plain' }, 'hello')), { status: 415, type: 'application/problem+json' }, 'a body that is not JSON')
+
+  const listed = await post({ 'mcp-protocol-version': '2025-06-18' })
+  t.same({ status: listed.statusCode, type: String(listed.headers['content-type']).split(';')[0], nosniff: listed.headers['x-content-type-options'], requestId: typeof listed.headers['request-id'] }, { status: 200, type: 'application/json', nosniff: 'nosniff', requestId: 'string' }, 'an answer with the security headers of any other route')
+  t.match(listed.json(), { jsonrpc: '2.0', id: 1, result: { tools: [{ name: 'describe' }] } })
+  const notified = await post({ 'mcp-protocol-version': '2025-06-18' }, { jsonrpc: '2.0', method: 'notifications/initialized' })
+  t.same([notified.statusCode, notified.body], [202, ''], 'a notification is accepted without a body')
+})
