@@ -4,6 +4,11 @@
 // If-Match and Idempotency-Key hold, credentials are required, and the tool list stays small.
 import t from 'tap'
 import type { Test } from 'tap'
+import Fastify from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import apiConventions, { defineResource, memoryStore } from '../lib/index.js'
+import type { ApiConventionsOptions } from '../lib/index.js'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { buildDemoApp } from '../demo/app.js'
@@ -139,6 +144,12 @@ t.test('an idempotencyKey repeated makes one record, and the repeat answers the 
   t.equal(listed.body.data.authors.length, 1, 'one author written')
   const other = await alice.call('create', { ...args, data: { name: 'Another' } })
   t.match(other, { isError: true, body: { status: 422 } }, 'the key with other data is refused')
+
+  const patch = { resource: 'authors', id: first.body.data.author.id, data: { name: 'Keyed Twice' }, idempotencyKey: 'mcp-key-2' }
+  const changed = await alice.call('update', patch)
+  const changedAgain = await alice.call('update', patch)
+  t.match([changed, changedAgain], [{ isError: false, facts: { status: 200 } }, { isError: false, facts: { status: 200, replayed: true } }], 'an update under a key is replayed too')
+  t.same(changedAgain.body, changed.body)
 })
 
 t.test('delete answers 204 as a result without a body', async t => {
@@ -248,4 +259,58 @@ t.test('what is not MCP over Streamable HTTP is refused as a problem', async t =
   t.match(listed.json(), { jsonrpc: '2.0', id: 1, result: { tools: [{ name: 'describe' }] } })
   const notified = await post({ 'mcp-protocol-version': '2025-06-18' }, { jsonrpc: '2.0', method: 'notifications/initialized' })
   t.same([notified.statusCode, notified.body], [202, ''], 'a notification is accepted without a body')
+})
+
+/** The plugin alone on a memory store, with books and secrets; `options` adds to it. */
+async function plainApp (t: Test, options: Partial<ApiConventionsOptions>): Promise<FastifyInstance> {
+  const Item = Type.Object({ id: Type.Readonly(Type.String()), title: Type.String() }, { additionalProperties: false })
+  const store = memoryStore()
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(apiConventions, {
+    prefix: '/api',
+    cursorSecret: 'a-test-secret-of-enough-length',
+    resources: ['books', 'secrets'].map(name => defineResource({ name, singular: name.slice(0, -1), schema: Item, store })),
+    ...options
+  })
+  return app
+}
+
+/** One JSON-RPC request to the app's MCP endpoint, with `headers`: its result, or its error. */
+async function rpc (app: FastifyInstance, headers: Record<string, string>, method: string, params: Record<string, unknown> = {}) {
+  const res = await app.inject({ method: 'POST', url: '/api/mcp', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, payload: { jsonrpc: '2.0', id: 1, method, params } })
+  return res.json()
+}
+
+t.test('the tools a caller sees name the resources auth.authorize allows it; a call elsewhere is its refusal', async t => {
+  const app = await plainApp(t, {
+    auth: { bearer: token => ({ id: token, admin: token === 'admin' }), authorize: ({ resource, principal }) => resource !== 'secrets' || (principal as { admin: boolean }).admin },
+    mcp: { instructions: 'Books, and secrets for admins.' }
+  })
+  const guest = { authorization: 'Bearer guest' }
+  const init = await rpc(app, guest, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '1' } })
+  t.match(init.result, { instructions: 'Books, and secrets for admins.', serverInfo: { name: 'HTTP JSON API', version: '1.0.0' }, capabilities: { tools: {} } }, 'the instructions, and the API\'s name')
+  const enums = (listed: { result: { tools: Array<{ name: string, inputSchema: { properties: { resource: { enum: string[] } } } }> } }) => Object.fromEntries(listed.result.tools.map(tool => [tool.name, tool.inputSchema.properties.resource.enum]))
+  const all = ['books', 'secrets']
+  t.same(enums(await rpc(app, guest, 'tools/list')), { describe: ['books'], list: ['books'], get: ['books'], create: ['books'], update: ['books'], delete: ['books'] })
+  t.same(enums(await rpc(app, { authorization: 'Bearer admin' }, 'tools/list')), { describe: all, list: all, get: all, create: all, update: all, delete: all })
+
+  const described = await rpc(app, guest, 'tools/call', { name: 'describe', arguments: { resource: 'secrets' } })
+  t.match(described.result, { isError: true }, 'describe of a resource the caller may not read')
+  t.match(JSON.parse(described.result.content[0].text), { status: 403, detail: 'These credentials do not allow listing secrets.', instance: '/api/secrets' })
+  const listed = await rpc(app, guest, 'tools/call', { name: 'list', arguments: { resource: 'secrets' } })
+  t.match(JSON.parse(listed.result.content[0].text), { status: 403 }, 'and its list')
+  const everything = await rpc(app, guest, 'tools/call', { name: 'describe' })
+  t.same(Object.keys(JSON.parse(everything.result.content[0].text).resources), ['books'], 'describe without arguments: every resource the caller may read')
+  t.match(await rpc(app, guest, 'tools/call', { name: 'search', arguments: {} }), { error: { code: -32602, message: /Unknown tool: search/ } }, 'a tool that does not exist is a protocol error')
+})
+
+t.test('without authorization checks every tool names every resource', async t => {
+  const app = await plainApp(t, { mcp: true })
+  const listed = await rpc(app, {}, 'tools/list')
+  t.same(listed.result.tools.map((tool: { inputSchema: { properties: { resource: { enum: string[] } } } }) => tool.inputSchema.properties.resource.enum), Array(6).fill(['books', 'secrets']))
+  const made = await rpc(app, {}, 'tools/call', { name: 'create', arguments: { resource: 'secrets', data: { title: 'Open' } } })
+  t.match(JSON.parse(made.result.content[1].text), { status: 201, location: /^\/api\/secrets\// })
+  const res = await app.inject({ method: 'POST', url: '/api/mcp', headers: { 'content-type': 'application/json' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })
+  t.match({ status: res.statusCode, body: res.json() }, { status: 406, body: { status: 406 } }, 'a request without Accept: MCP needs both JSON and event streams accepted')
 })

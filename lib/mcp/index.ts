@@ -37,8 +37,8 @@ const transportHeaders = ['accept', 'content-type', 'mcp-protocol-version', 'mcp
  */
 function refusalOf (status: number, text: string): Error | null {
   if (status < 400) return null
-  let message = text
-  try { message = String((JSON.parse(text) as { error: { message: unknown } }).error.message) } catch {}
+  // The transport words each refusal as a JSON-RPC error (its createJsonErrorResponse).
+  const message = String((JSON.parse(text) as { error: { message: unknown } }).error.message)
   if (/protocol version/i.test(message)) return withInvalidParams(new HeaderInvalidError(), [{ name: 'MCP-Protocol-Version', reason: message }])
   return withInvalidParams(new BodyMalformedError('it is not a JSON-RPC message of MCP'), [{ name: 'body', reason: message }])
 }
@@ -71,7 +71,8 @@ export async function mcpRouteSpec (settings: ResolvedMcp, context: OperationCon
     const headers = new Headers()
     for (const name of transportHeaders) {
       const value = request.headers[name]
-      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value)
+      // Node joins repeated fields of these into one string.
+      if (value !== undefined) headers.set(name, String(value))
     }
     let status: number
     let type: string | null

@@ -125,7 +125,8 @@ const filterSyntax = 'OData $filter: eq ne gt ge lt le, in (a, b), and or not, (
 /** One field, as describe words it: its type, then what constrains it. */
 function fieldText (view: View, name: string): string {
   const field = view.fields.get(name) as FieldModel
-  const schema = ([field.schema, ...(field.schema.anyOf as JsonSchema[] | undefined ?? [])]).find(member => member.type !== 'null' && member.anyOf === undefined) ?? {}
+  // A nullable field's schema is a union with null: its constraints are the other member's.
+  const schema = (field.schema.anyOf as JsonSchema[] | undefined)?.find(member => member.type !== 'null') ?? field.schema
   const facts = [
     field.type + (field.nullable ? ' or null' : ''),
     ...(name === view.idField ? ['id'] : field.readOnly ? ['read-only'] : field.required ? ['required'] : []),
@@ -156,25 +157,26 @@ export function createTools (context: OperationContext, core: Operations) {
     })
 
   /** For each tool, the resources the caller may use it on; a tool with none is not offered. */
-  async function reachOf (request: FastifyRequest): Promise<Map<ToolName, string[]>> {
-    const reach = new Map<ToolName, string[]>()
-    for (const name of toolNames) {
-      const { operation } = tools[name]
-      if (operation === null) continue
+  async function reachOf (request: FastifyRequest): Promise<Readonly<Record<ToolName, readonly string[]>>> {
+    const reachOfOperation = async (operation: ResourceOperation) => {
       const allowed = await Promise.all(models.map(async model => model.operations.has(operation) && await allows(request, model, operation)))
-      reach.set(name, models.filter((_, i) => allowed[i]).map(model => model.name))
+      return models.filter((_, i) => allowed[i]).map(model => model.name)
     }
+    const reach = Object.fromEntries(await Promise.all(toolNames.map(async name => {
+      const { operation } = tools[name]
+      return [name, operation === null ? [] : await reachOfOperation(operation)]
+    }))) as Record<ToolName, string[]>
     // describe: the resources the caller may read.
-    reach.set('describe', [...new Set([...reach.get('list') ?? [], ...reach.get('get') ?? []])])
+    reach.describe = models.map(model => model.name).filter(name => reach.list.includes(name) || reach.get.includes(name))
     return reach
   }
 
   async function list (request: FastifyRequest): Promise<Tool[]> {
     const reach = await reachOf(request)
-    return toolNames.filter(name => (reach.get(name) ?? []).length > 0).map(name => ({
+    return toolNames.filter(name => reach[name].length > 0).map(name => ({
       name,
       description: tools[name].description,
-      inputSchema: inputSchema(tools[name], reach.get(name) ?? []),
+      inputSchema: inputSchema(tools[name], reach[name]),
       annotations: tools[name].annotations
     }))
   }
@@ -183,12 +185,12 @@ export function createTools (context: OperationContext, core: Operations) {
     const reach = await reachOf(request)
     const viewOf = context.views.forCaller(request.principal)
     const resources: Record<string, unknown> = {}
-    for (const name of reach.get('describe') ?? []) {
+    for (const name of reach.describe) {
       if (only !== undefined && name !== only) continue
       const view = viewOf(context.models.get(name) as ResourceModel)
       resources[name] = {
         singular: view.singular,
-        tools: toolNames.filter(tool => tool !== 'describe' && (reach.get(tool) ?? []).includes(name)),
+        tools: toolNames.filter(tool => tool !== 'describe' && reach[tool].includes(name)),
         fields: Object.fromEntries([...view.fields.keys()].map(field => [field, fieldText(view, field)])),
         ...(view.relations.size > 0 && { relations: Object.fromEntries([...view.relations.values()].map(relation => [relation.name, `${relation.kind} ${relation.target.name} by ${relation.kind === 'one' ? '' : `${relation.target.name}.`}${relation.field}`])) }),
         sortable: sortableFields(view).join(','),
