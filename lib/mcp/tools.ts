@@ -20,7 +20,7 @@ import { BodyInvalidError, ForbiddenError, NotFoundError, withInvalidParams } fr
 import { toInvalidParams } from '../validation.js'
 import { sortableFields } from '../query/parameters.js'
 
-export type ToolName = 'describe' | 'list' | 'get' | 'create' | 'update' | 'delete'
+type ToolName = 'describe' | 'list' | 'get' | 'create' | 'update' | 'delete'
 
 /** MCP's tool annotations (hints to the client, never trusted by the server). */
 interface Hints { readonly readOnlyHint: boolean, readonly destructiveHint: boolean, readonly idempotentHint: boolean }
@@ -106,7 +106,7 @@ const tools: Readonly<Record<ToolName, ToolSpec>> = {
 }
 
 const toolNames = Object.keys(tools) as ToolName[]
-export const isToolName = (name: string): name is ToolName => Object.hasOwn(tools, name)
+const isToolName = (name: string): name is ToolName => Object.hasOwn(tools, name)
 
 /** A tool's input schema, `resource` among the names given (describe: optional). */
 function inputSchema (spec: ToolSpec, resources: readonly string[] | null): JsonSchema {
