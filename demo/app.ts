@@ -87,8 +87,8 @@ export async function startDemoApp (config: DemoConfig, serverOptions: FastifySe
   return { app, sample }
 }
 
-/** The demo's options to the plugin, over `store`: shared with the tests that assemble the demo around the plugin. */
-export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Redis): ApiConventionsOptions {
+/** The demo's options to the plugin, over `store`, with Fastify's `prefix`: shared with the tests that assemble the demo around the plugin. */
+export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Redis): ApiConventionsOptions & { readonly prefix: string } {
   return {
     prefix: '/v1',
     resources: demoResources(store),

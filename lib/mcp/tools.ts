@@ -130,7 +130,8 @@ function fieldText (view: View, name: string): string {
   const facts = [
     field.type + (field.nullable ? ' or null' : ''),
     ...(name === view.idField ? ['id'] : field.readOnly ? ['read-only'] : field.required ? ['required'] : []),
-    ...['enum', 'format', 'minLength', 'maxLength', 'minimum', 'maximum', 'default'].filter(key => schema[key] !== undefined).map(key => `${key} ${JSON.stringify(schema[key])}`),
+    // The format of a date or date-time field is its type already.
+    ...['enum', 'format', 'minLength', 'maxLength', 'minimum', 'maximum', 'default'].filter(key => schema[key] !== undefined && (key !== 'format' || field.type === 'string')).map(key => `${key} ${JSON.stringify(schema[key])}`),
     ...(typeof field.schema.description === 'string' ? [field.schema.description] : [])
   ]
   return facts.join(', ')
