@@ -314,3 +314,14 @@ t.test('without authorization checks every tool names every resource', async t =
   const res = await app.inject({ method: 'POST', url: '/api/mcp', headers: { 'content-type': 'application/json' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })
   t.match({ status: res.statusCode, body: res.json() }, { status: 406, body: { status: 406 } }, 'a request without Accept: MCP needs both JSON and event streams accepted')
 })
+
+t.test('the rate limit counts MCP requests as any other request of the caller', async t => {
+  const app = await plainApp(t, { auth: { bearer: token => ({ id: token }) }, rateLimit: { max: 2, timeWindow: '1 minute' }, mcp: true })
+  const statuses = []
+  for (let i = 0; i < 3; i++) {
+    const res = await app.inject({ method: 'POST', url: '/api/mcp', headers: { authorization: 'Bearer one', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })
+    statuses.push(res.statusCode)
+  }
+  t.same(statuses, [200, 200, 429])
+  t.equal((await app.inject({ url: '/api/books', headers: { authorization: 'Bearer one' } })).statusCode, 429, 'and the API\'s requests with them')
+})
