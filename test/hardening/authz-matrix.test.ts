@@ -72,7 +72,7 @@ const resourcePaths: Readonly<Record<string, { readonly resources: Resources, re
 const successStatus: Readonly<Record<string, number>> = { GET: 200, HEAD: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204, OPTIONS: 200 }
 
 /** What the route is, as the configuration sees it. */
-function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'mcp' | 'preflight-only' {
+function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'mcp' | 'feed' | 'monitor' | 'preflight-only' {
   if (!route.url.startsWith('/v1')) return 'host'
   if (route.options.config?.public === true) return 'public'
   if (Object.hasOwn(resourcePaths, route.url)) return 'resource'
@@ -80,6 +80,10 @@ function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'bat
   if (route.url === '/v1/batch' && route.method === 'POST') return 'batch'
   // docs/demo-contract.md "The MCP endpoint": credentials as for the API; each tool call is authorized as its own request (test/mcp.test.ts).
   if (route.url === '/v1/mcp' && route.method === 'POST') return 'mcp'
+  // The change feed: every caller reads it, as its rules let it see.
+  if (route.url === '/v1/changes') return 'feed'
+  // The status monitor of asynchronous work (docs/async.md), asked here of an operation that does not exist.
+  if (route.url === '/v1/operations/:id') return 'monitor'
   // The hidden `OPTIONS /v1*` (security/cors.ts), there so that preflights to any path find a route.
   if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'
   throw new Error(`no expectation written for ${route.method} ${route.url}: add it to the matrix`)
@@ -104,6 +108,8 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
   if (kind === 'batch') return credential === 'read' ? 403 : 200
   // Listing the tools is allowed to every caller: a read token is shown the read tools.
   if (kind === 'mcp') return 200
+  if (kind === 'feed') return 200
+  if (kind === 'monitor') return 404
   if (credential === 'read' && !readMethods.has(route.method)) return 403
   if (route.url === '/v1/reviews/:id' && !readMethods.has(route.method) && credential !== 'write' && credential !== 'admin') return 403
   return successStatus[route.method]
@@ -139,7 +145,7 @@ async function bodyFor (resources: Resources): Promise<Record<string, unknown>> 
 /** A concrete request for the route: fresh records for item paths, a valid body for writes. */
 async function requestFor (route: CollectedRoute): Promise<InjectOptions & { url: string }> {
   const path = Object.hasOwn(resourcePaths, route.url) ? resourcePaths[route.url] : undefined
-  let url = route.url.replace('/v1*', '/v1/no-such-collection').replace(':slug', 'not-found')
+  let url = route.url.replace('/v1*', '/v1/no-such-collection').replace(':slug', 'not-found').replace('/v1/operations/:id', '/v1/operations/no-such-operation')
   let payload: Record<string, unknown> | undefined
   if (path !== undefined) {
     if (path.item) url = url.replace(':id', await fresh(path.resources))
