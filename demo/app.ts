@@ -87,8 +87,8 @@ export async function startDemoApp (config: DemoConfig, serverOptions: FastifySe
   return { app, sample }
 }
 
-/** The demo's options to the plugin, over `store`: shared with the tests that assemble the demo around the plugin. */
-export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Redis): ApiConventionsOptions {
+/** The demo's options to the plugin, over `store`, with Fastify's `prefix`: shared with the tests that assemble the demo around the plugin. */
+export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Redis): ApiConventionsOptions & { readonly prefix: string } {
   return {
     prefix: '/v1',
     resources: demoResources(store),
@@ -97,6 +97,8 @@ export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Red
     // Prefer: respond-async on every write: 202 and /v1/operations/{id}, which admins see of every caller.
     async: { seesAll: principal => (principal as DemoPrincipal).right === 'admin' },
     changes: { retention: config.changesRetention },
+    // /v1/mcp: AI agents use the API with their caller's token and rights (docs/mcp.md).
+    mcp: config.mcp,
     openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },
     ...demoSecurityOptions(config, redis)
   }

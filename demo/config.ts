@@ -31,6 +31,8 @@ export interface DemoConfig {
   readonly redisUrl: string | undefined
   /** Write the sample catalogue (seed.ts) into an empty store at start-up. */
   readonly seed: boolean
+  /** MCP: serve the MCP endpoint at /v1/mcp. */
+  readonly mcp: boolean
 }
 
 export class ConfigError extends Error {
@@ -76,7 +78,8 @@ export function loadConfig (env: Env): DemoConfig {
     rateLimitWindow: duration(env.RATE_LIMIT_WINDOW ?? '1 minute'),
     changesRetention: duration(env.CHANGES_RETENTION ?? '7 days', 'CHANGES_RETENTION'),
     redisUrl: redis(env.REDIS_URL),
-    seed: boolean(env, 'SEED', true)
+    seed: boolean(env, 'SEED', true),
+    mcp: boolean(env, 'MCP', true)
   })
 }
 

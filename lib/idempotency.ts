@@ -92,6 +92,14 @@ function canonical (value: unknown): unknown {
 /** A keyed request: its scoped key (`scopedKey`) and what a retry must match (`fingerprintOf`). */
 export interface Keyed { readonly key: string, readonly fingerprint: string }
 
+/**
+ * The key `given` as sent by the caller of `request` (admission recorded who) for `method path`
+ * with a body of `mediaType`: an MCP tool call's key is the one its HTTP request would send.
+ */
+export function keyedAs (request: FastifyRequest, method: string, path: string, given: string, mediaType: string, body: unknown): Keyed {
+  return { key: scopedKey((request as unknown as KeyedRequest)[kCaller], method, path, given), fingerprint: fingerprintOf(mediaType, body) }
+}
+
 /** The answer to keep for retries: a success, with the headers that are part of it; null for an error (not kept). */
 export function keptAnswer (status: number, headerOf: (name: string) => unknown, body: unknown): KeptResponse | null {
   if (status >= 300) return null
@@ -156,7 +164,7 @@ export function idempotent (handler: RouteHandlerMethod, storeOf: (request: Fast
     const given = readIdempotencyKey(request.headers['idempotency-key'])
     if (given === undefined) return await handler.call(this as never, request, reply)
     const slots = request as unknown as KeyedRequest
-    const keyed = { key: scopedKey(slots[kCaller], request.method, request.url.split('?', 1)[0], given), fingerprint: fingerprintOf(String(request.headers['content-type']), request.body) }
+    const keyed = keyedAs(request, request.method, request.url.split('?', 1)[0], given, String(request.headers['content-type']), request.body)
     try {
       const outcome = await runKeyed(storeOf(request), keyed, async tx => {
         slots[kKeyedTransaction] = tx

@@ -24,6 +24,7 @@ import { registerCompression } from './http/compression.js'
 import { schemaOptionsFor } from './routes/route-schema.js'
 import { createAsyncWrites, operationStatusSchema } from './work/async-writes.js'
 import { setUpChanges } from './changes/index.js'
+import { mcpRouteSpec } from './mcp/index.js'
 
 async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventionsOptions) {
   const options = resolveOptions(given)
@@ -82,6 +83,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   }
   for (const spec of buildRouteTable(models, context, core, asyncWrites)) registerRoute(app, spec)
   if (changes !== null) registerRoute(app, changes.spec(context, schemaOptionsFor(context), app))
+  if (options.mcp !== null) registerRoute(app, await mcpRouteSpec(options.mcp, context, core))
   if (options.problemTypeBase === undefined) registerProblemPages(app, schemaOptionsFor(context))
 }
 
@@ -107,6 +109,7 @@ export type { AsyncOptions } from './work/async-writes.js'
 export type { Job, JobState, NewJob, JobStore } from './stores/jobs.js'
 export type { ChangesOptions } from './changes/options.js'
 export type { ShownChange } from './changes/present.js'
+export type { McpOptions } from './mcp/options.js'
 export { createMetrics } from './metrics.js'
 export type { Metrics, MetricsOptions, MetricsRegistry } from './metrics.js'
 export type { TracingOptions, OpenTelemetryTracer } from './tracing.js'

@@ -24,6 +24,8 @@ import { resolveAsync } from './work/async-writes.js'
 import type { AsyncOptions, ResolvedAsync } from './work/async-writes.js'
 import { resolveChanges } from './changes/options.js'
 import type { ChangesOptions, ResolvedChanges } from './changes/options.js'
+import { resolveMcp } from './mcp/options.js'
+import type { McpOptions, ResolvedMcp } from './mcp/options.js'
 import type { BatchOptions, ResolvedBatch } from './routes/batch.js'
 import { resolveMetrics } from './metrics.js'
 import { resolveCompression } from './http/compression.js'
@@ -92,6 +94,12 @@ export interface ApiConventionsOptions {
    */
   readonly changes?: ChangesOptions | boolean | undefined
   /**
+   * `POST {prefix}/mcp`, the Model Context Protocol endpoint (docs/mcp.md): tools an AI agent calls
+   * with the caller's own credentials, each performed as its HTTP request would be. `true` or
+   * `{ instructions }` serves it; needs `@modelcontextprotocol/sdk` (an optional peer dependency). Default: off.
+   */
+  readonly mcp?: McpOptions | boolean | undefined
+  /**
    * The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of
    * the resources, no license. `license`: the API's terms, an SPDX `identifier` or a `url` (not both).
    */
@@ -146,6 +154,7 @@ export interface ResolvedOptions {
   readonly batch: ResolvedBatch | null
   readonly async: ResolvedAsync | null
   readonly changes: ResolvedChanges | null
+  readonly mcp: ResolvedMcp | null
   readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined, readonly license: OpenApiLicense | undefined }
   /** Undefined: the page when its package is installed. */
   readonly docsPage: boolean | undefined
@@ -182,6 +191,7 @@ const optionKeys = knownKeys({
   batch: true,
   async: true,
   changes: true,
+  mcp: true,
   openapi: true,
   docsPage: true,
   metrics: true,
@@ -265,6 +275,7 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     batch: resolveBatch(options.batch),
     async: resolveAsync(options.async),
     changes: resolveChanges(options.changes),
+    mcp: resolveMcp(options.mcp),
     openapi: resolveOpenApiInfo(options.openapi),
     docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage'),
     metrics: resolveMetrics(options.metrics),

@@ -65,6 +65,7 @@ const operationNames = {
   batch: 'BATCH',
   'operation-status': 'OPERATION STATUS',
   changes: 'CHANGES',
+  mcp: 'MCP',
   document: 'OPENAPI DOCUMENT',
   docs: 'DOCS PAGE',
   'problem-types': 'PROBLEM TYPES'

@@ -27,7 +27,8 @@ t.test('with no environment every setting takes its documented default', async t
     rateLimitWindow: '1 minute',
     changesRetention: '7 days',
     redisUrl: undefined,
-    seed: true
+    seed: true,
+    mcp: true
   })
   t.ok(Object.isFrozen(config))
 })
@@ -47,7 +48,8 @@ t.test('every setting is read from its variable', async t => {
     RATE_LIMIT_WINDOW: ' 30 seconds ',
     CHANGES_RETENTION: '2 days',
     REDIS_URL: 'redis://127.0.0.1:6379',
-    SEED: 'false'
+    SEED: 'false',
+    MCP: 'false'
   })
   t.same({ ...config, apiTokens: [...config.apiTokens], apiKeys: [...config.apiKeys] }, {
     port: 8081,
@@ -69,7 +71,8 @@ t.test('every setting is read from its variable', async t => {
     rateLimitWindow: '30 seconds',
     changesRetention: '2 days',
     redisUrl: 'redis://127.0.0.1:6379',
-    seed: false
+    seed: false,
+    mcp: false
   })
 })
 
@@ -91,8 +94,8 @@ t.test('DATABASE_URL implies STORE=postgres', async t => {
 })
 
 t.test('empty variables mean their defaults', async t => {
-  t.match(loadConfig({ PORT: '', HOST: ' ', DATA_DIR: '', DATABASE_URL: ' ', CURSOR_SECRET: '', REQUIRE_IF_MATCH: '', RATE_LIMIT_MAX: '', REDIS_URL: '', SEED: '' }), {
-    port: 3000, host: '127.0.0.1', store: 'pglite', dataDir: './data', databaseUrl: undefined, cursorSecret: undefined, requireIfMatch: false, rateLimitMax: 1000, redisUrl: undefined, seed: true
+  t.match(loadConfig({ PORT: '', HOST: ' ', DATA_DIR: '', DATABASE_URL: ' ', CURSOR_SECRET: '', REQUIRE_IF_MATCH: '', RATE_LIMIT_MAX: '', REDIS_URL: '', SEED: '', MCP: '' }), {
+    port: 3000, host: '127.0.0.1', store: 'pglite', dataDir: './data', databaseUrl: undefined, cursorSecret: undefined, requireIfMatch: false, rateLimitMax: 1000, redisUrl: undefined, seed: true, mcp: true
   })
 })
 
@@ -167,6 +170,7 @@ const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
   [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET', /must be at least 16 characters/],
   [{ REQUIRE_IF_MATCH: 'yes' }, 'REQUIRE_IF_MATCH', /must be true or false, received 'yes'/],
   [{ SEED: 'no' }, 'SEED', /must be true or false, received 'no'/],
+  [{ MCP: 'off' }, 'MCP', /must be true or false, received 'off'/],
   [{ RATE_LIMIT_MAX: '0' }, 'RATE_LIMIT_MAX', /must be an integer from 1 to/],
   [{ RATE_LIMIT_MAX: 'many' }, 'RATE_LIMIT_MAX', /received 'many'/],
   [{ RATE_LIMIT_WINDOW: '1 fortnight' }, 'RATE_LIMIT_WINDOW', /must be a duration such as '1 minute', '30 seconds' or milliseconds, received '1 fortnight'/],

@@ -14,7 +14,11 @@ import { findOptional } from '../lib/optional.js'
 import { openPglite } from './stores/pglite-db.js'
 
 register('./helpers/missing-packages.mjs', import.meta.url, {
-  data: { missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api'], broken: ['api-conventions-broken'] }
+  data: {
+    // The MCP SDK is imported by its modules' paths, as the endpoint imports it.
+    missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api', ...['server/index.js', 'server/webStandardStreamableHttp.js', 'types.js'].map(module => `@modelcontextprotocol/sdk/${module}`)],
+    broken: ['api-conventions-broken']
+  }
 })
 
 const Book = Type.Object({ id: Type.Readonly(Type.String()), title: Type.String() }, { additionalProperties: false })
@@ -41,6 +45,13 @@ t.test('docsPage: true without Scalar installed stops registration naming @scala
   t.teardown(() => app.close())
   await t.rejects(async () => { await app.register(apiConventions, { prefix: '/v1', resources: resources(), docsPage: true }) },
     missing('@scalar/fastify-api-reference', 'docsPage'))
+})
+
+t.test('mcp: true without the MCP SDK installed stops registration naming @modelcontextprotocol/sdk', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await t.rejects(async () => { await app.register(apiConventions, { prefix: '/v1', resources: resources(), mcp: true }) },
+    missing('@modelcontextprotocol/sdk', 'mcp'))
 })
 
 t.test('without Scalar installed the API serves no docs page by default, and logs so', async t => {

@@ -64,7 +64,7 @@ t.test('an empty resources list rejects registration saying the list is empty', 
 const unknownKeys: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
   [{ errorformat: 'flat' }, 'errorformat is not a known key; did you mean "errorFormat"?'],
   [{ cursorSecrets: ['a-long-enough-secret-1'] }, 'cursorSecrets is not a known key; did you mean "cursorSecret"?'],
-  [{ colour: 'blue' }, 'colour is not a known key; known: resources, errorFormat, singleResource, links, totalAtRoot, lastLink, paging, cursorSecret, cursorTtlSeconds, problemTypeBase, requireIfMatch, auth, cors, rateLimit, cacheControl, headerProfile, featurePolicyHeader, deprecation, resourcePolicies, maxQueryLength, bodyLimit, handlerTimeout, idempotency, batch, async, changes, openapi, docsPage, metrics, serverTiming, compression, tracing, prefix, logLevel, logSerializers'],
+  [{ colour: 'blue' }, 'colour is not a known key; known: resources, errorFormat, singleResource, links, totalAtRoot, lastLink, paging, cursorSecret, cursorTtlSeconds, problemTypeBase, requireIfMatch, auth, cors, rateLimit, cacheControl, headerProfile, featurePolicyHeader, deprecation, resourcePolicies, maxQueryLength, bodyLimit, handlerTimeout, idempotency, batch, async, changes, mcp, openapi, docsPage, metrics, serverTiming, compression, tracing, prefix, logLevel, logSerializers'],
   [{ cors: { orgins: ['https://app.example.com'] } }, 'cors.orgins is not a known key; did you mean "origins"?'],
   [{ cors: { origins: [], maxage: 60 } }, 'cors.maxage is not a known key; did you mean "maxAge"?'],
   [{ auth: { bearer: () => null, relm: 'api' } }, 'auth.relm is not a known key; did you mean "realm"?'],
@@ -74,6 +74,7 @@ const unknownKeys: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
   [{ openapi: { titel: 'Books' } }, 'openapi.titel is not a known key; did you mean "title"?'],
   [{ compression: { treshold: 2048 } }, 'compression.treshold is not a known key; did you mean "threshold"?'],
   [{ compression: { level: 4 } }, 'compression.level is not a known key; known: threshold, encodings'],
+  [{ mcp: { instruction: 'Books.' } }, 'mcp.instruction is not a known key; did you mean "instructions"?'],
   [{ deprecation: { date: '2030-01-01', sunet: '2031-01-01' } }, 'deprecation.sunet is not a known key; did you mean "sunset"?'],
   [{ resourcePolicies: { books: { cachecontrol: 'private' } } }, 'resourcePolicies.books.cachecontrol is not a known key; did you mean "cacheControl"?'],
   [{ resourcePolicies: { books: { deprecation: { date: '2030-01-01', links: 'https://example.com' } } } }, 'resourcePolicies.books.deprecation.links is not a known key; did you mean "link"?']

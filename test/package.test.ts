@@ -67,9 +67,9 @@ interface Manifest {
 // What only one feature needs is an optional peer, imported when the feature is used
 // (optional-packages.test.ts); the application's own fastify and TypeBox are the plugin's.
 const peers = ['fastify', '@sinclair/typebox']
-const optionalPeers = ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api']
+const optionalPeers = ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api', '@modelcontextprotocol/sdk']
 
-t.test('fastify and TypeBox are peer dependencies; the SQL driver, PGlite and Scalar optional ones', async t => {
+t.test('fastify and TypeBox are peer dependencies; the SQL driver, PGlite, Scalar, prom-client, the OpenTelemetry API and the MCP SDK optional ones', async t => {
   const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest
   t.same(Object.keys(manifest.peerDependencies).sort(), [...peers, ...optionalPeers].sort(), 'the peer dependencies')
   t.same(Object.keys(manifest.peerDependenciesMeta).filter(name => manifest.peerDependenciesMeta[name].optional === true).sort(), [...optionalPeers].sort(), 'the optional ones')

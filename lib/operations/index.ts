@@ -46,6 +46,8 @@ export interface Operations {
   run (model: ResourceModel, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome>
   /** `run` on `resource` (its plural name), with a refusal (an unknown resource too) answered as the problem the route would answer. */
   perform (resource: string, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome>
+  /** A refusal met before an operation (an MCP tool's arguments): the problem a route answers for it, at `instance`. */
+  problem (error: unknown, instance: string): Outcome
 }
 
 const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
@@ -110,6 +112,10 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
   }
 
   const problemBody = problemBodyBuilder({ errorFormat: context.options.errorFormat, typeBase })
+  function problem (error: unknown, instance: string): Outcome {
+    const described = describe(error as FastifyError & ProblemExtras, log)
+    return { status: described.status, headers: { 'content-type': problemMediaType, ...described.headers }, body: problemBody(described, instance) as unknown as Record<string, unknown> }
+  }
   async function perform (resource: string, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome> {
     const model = context.models.get(resource)
     // The path the HTTP request would name: the problem's `instance`.
@@ -118,10 +124,9 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
       if (model === undefined) throw new NotFoundError(instance)
       return await run(model, operation, input, entry)
     } catch (error) {
-      const problem = describe(error as FastifyError & ProblemExtras, log)
-      return { status: problem.status, headers: { 'content-type': problemMediaType, ...problem.headers }, body: problemBody(problem, instance) as unknown as Record<string, unknown> }
+      return problem(error, instance)
     }
   }
 
-  return { of, run, perform }
+  return { of, run, perform, problem }
 }

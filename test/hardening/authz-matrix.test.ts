@@ -72,15 +72,17 @@ const resourcePaths: Readonly<Record<string, { readonly resources: Resources, re
 const successStatus: Readonly<Record<string, number>> = { GET: 200, HEAD: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204, OPTIONS: 200 }
 
 /** What the route is, as the configuration sees it. */
-function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'feed' | 'monitor' | 'preflight-only' {
+function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'mcp' | 'feed' | 'monitor' | 'preflight-only' {
   if (!route.url.startsWith('/v1')) return 'host'
   if (route.options.config?.public === true) return 'public'
   if (Object.hasOwn(resourcePaths, route.url)) return 'resource'
   // docs/demo-contract.md "Safe retries and atomic writes": each operation is authorized as its own request.
   if (route.url === '/v1/batch' && route.method === 'POST') return 'batch'
-  // docs/demo-contract.md "Changes": any authenticated caller reads the feed (`read` suffices).
+  // docs/demo-contract.md "The MCP endpoint": credentials as for the API; each tool call is authorized as its own request (test/mcp.test.ts).
+  if (route.url === '/v1/mcp' && route.method === 'POST') return 'mcp'
+  // The change feed: every caller reads it, as its rules let it see.
   if (route.url === '/v1/changes') return 'feed'
-  // docs/demo-contract.md "Asynchronous work": a monitor; the matrix asks for an id no one was given.
+  // The status monitor of asynchronous work (docs/async.md), asked here of an operation that does not exist.
   if (route.url === '/v1/operations/:id') return 'monitor'
   // The hidden `OPTIONS /v1*` (security/cors.ts), there so that preflights to any path find a route.
   if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'
@@ -104,6 +106,9 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
   if (credential === 'anonymous' || credential === 'malformed' || credential === 'wrong' || credential === 'wrongKey') return 401
   if (kind === 'preflight-only') return 404 // authenticated, not a preflight, no resource at that path
   if (kind === 'batch') return credential === 'read' ? 403 : 200
+  // Listing the tools is allowed to every caller: a read token is shown the read tools.
+  if (kind === 'mcp') return 200
+  if (kind === 'feed') return 200
   if (kind === 'monitor') return 404
   if (credential === 'read' && !readMethods.has(route.method)) return 403
   if (route.url === '/v1/reviews/:id' && !readMethods.has(route.method) && credential !== 'write' && credential !== 'admin') return 403
@@ -140,13 +145,15 @@ async function bodyFor (resources: Resources): Promise<Record<string, unknown>> 
 /** A concrete request for the route: fresh records for item paths, a valid body for writes. */
 async function requestFor (route: CollectedRoute): Promise<InjectOptions & { url: string }> {
   const path = Object.hasOwn(resourcePaths, route.url) ? resourcePaths[route.url] : undefined
-  let url = route.url.replace('/v1*', '/v1/no-such-collection').replace(':slug', 'not-found')
+  let url = route.url.replace('/v1*', '/v1/no-such-collection').replace(':slug', 'not-found').replace('/v1/operations/:id', '/v1/operations/no-such-operation')
   let payload: Record<string, unknown> | undefined
   if (path !== undefined) {
     if (path.item) url = url.replace(':id', await fresh(path.resources))
     if (route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH') payload = await bodyFor(path.resources)
   }
   if (classify(route) === 'batch') payload = { operations: [{ op: 'create', resource: 'authors', data: await bodyFor('authors') }] }
+  // MCP Streamable HTTP: a JSON-RPC request, and an Accept of both JSON and an event stream.
+  if (classify(route) === 'mcp') return { method: 'POST', url, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' } }
   return { method: route.method as InjectOptions['method'], url, payload }
 }
 
@@ -180,7 +187,8 @@ t.test('every route has an expectation, and the contract\'s public addresses are
     'POST /v1/reviews': 'resource',
     'PATCH /v1/reviews/:id': 'resource',
     'GET /v1/books/:id/reviews': 'resource',
-    'POST /v1/batch': 'batch'
+    'POST /v1/batch': 'batch',
+    'POST /v1/mcp': 'mcp'
   })
   // The eight operations on the three collections, and the two nested collections: 4 + 6 per resource, + 3 each.
   t.equal(routes.filter(route => classify(route) === 'resource').length, 36)
@@ -201,7 +209,7 @@ for (const route of routes) {
         const request = await requestFor(route)
         const headers: Record<string, string> = { ...credentials[credential] }
         if (origins[origin] !== undefined) headers.origin = origins[origin] as string
-        const res = await app.inject({ ...request, headers: { ...headers, ...(request.payload === undefined ? {} : { 'content-type': 'application/json' }) } })
+        const res = await app.inject({ ...request, headers: { ...request.headers, ...headers, ...(request.payload === undefined ? {} : { 'content-type': 'application/json' }) } })
         want[cell] = expected(route, credential, origin, publicStatus)
         got[cell] = res.statusCode
         const problems = observe(res, origin)
