@@ -67,12 +67,12 @@ async function untilLogged (lines: ReadonlyArray<{ msg: string }>, msg: string):
 }
 
 /** The demo's API over `store`, its changes published with `nats`; log lines collected in `lines`. */
-async function demoApi (t: Test, store: Store, nats: NatsChangesOptions | undefined, lines: Array<{ level: number, msg: string }> = []) {
+async function demoApi (t: Test, store: Store, nats: NatsChangesOptions | undefined, lines: Array<{ level: number, msg: string }> = [], retention = '7 days') {
   const stream = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(JSON.parse(chunk.toString())); done() } })
   const app = Fastify({ logger: { level: 'info', stream } })
   t.teardown(() => app.close())
   const options = demoPluginOptions(config, store)
-  await app.register(apiConventions, { ...options, changes: { retention: '7 days', pollInterval: 50, ...nats === undefined ? {} : { nats } } })
+  await app.register(apiConventions, { ...options, changes: { retention, pollInterval: 50, ...nats === undefined ? {} : { nats } } })
   await app.ready()
   const call = async (caller: string, method: 'POST' | 'PATCH' | 'GET', url: string, payload?: object) => {
     const res = await app.inject({ method, url, payload, headers: { authorization: `Bearer ${tokens[caller]}`, ...method === 'PATCH' ? { 'content-type': 'application/merge-patch+json' } : {} } })
@@ -190,9 +190,10 @@ t.test('a publisher that restarts resumes after the stream\'s last change: nothi
   await writeSome(first.call, 'Ann')
   await untilCount(jsm, nats.stream, 5)
   await first.app.close()
-  // Writes while no instance publishes.
+  // Writes while no instance publishes: more than the publisher reads at once.
   const without = await demoApi(t, store, undefined)
   await writeSome(without.call, 'Bo')
+  await without.call('alice', 'POST', '/v1/batch', { operations: Array.from({ length: 100 }, (_, i) => ({ op: 'create', resource: 'authors', data: { name: `A${i}` } })) })
   await without.app.close()
   // A plain subscriber sees every publish, also those JetStream would drop as repeats.
   const subscription = connection.subscribe(`${nats.subjectPrefix}.>`)
@@ -200,7 +201,7 @@ t.test('a publisher that restarts resumes after the stream\'s last change: nothi
   const second = await demoApi(t, store, nats)
   await writeSome(second.call, 'Cy')
   const feed = await feedOf(second.call)
-  t.equal(feed.length, 15)
+  t.equal(feed.length, 115)
   const sent: string[] = []
   for await (const message of subscription) {
     sent.push(message.headers?.get('Nats-Msg-Id') as string)
@@ -255,6 +256,56 @@ t.test('a stream ahead of the change log (a log emptied since) is published into
   await untilCount(jsm, nats.stream, 10 + feed.length)
   t.same((await messagesOf(jsm, nats.stream)).slice(10).map(message => message.body), feed)
   t.match(lines.filter(line => line.msg.includes('ahead')), [{ level: 40, msg: 'api-conventions: the NATS stream is ahead of this change log; publishing from the oldest change kept' }])
+})
+
+t.test('a stream whose last message is not a change of ours is published into from the log\'s oldest change', { skip }, async t => {
+  const { connection, jsm, nats } = await natsFor(t)
+  await jsm.streams.add({ name: nats.stream, subjects: [`${nats.subjectPrefix}.>`] })
+  await connection.jetstream().publish(`${nats.subjectPrefix}.notes`, JSON.stringify({ note: 'not a change' }))
+  const store = memoryStore()
+  t.teardown(() => store.close())
+  const lines: Array<{ level: number, msg: string }> = []
+  const { call } = await demoApi(t, store, nats, lines)
+  await writeSome(call, 'Ann')
+  await untilCount(jsm, nats.stream, 6)
+  t.same((await messagesOf(jsm, nats.stream)).slice(1).map(message => message.body), await feedOf(call))
+  t.match(lines.filter(line => line.level === 40), [{ msg: 'api-conventions: the stream\'s last message has no Api-Change-Position header; publishing from the oldest change kept' }])
+})
+
+t.test('changes purged from the log before they were published are missing from the stream, and the log says so', { skip }, async t => {
+  const { jsm, nats } = await natsFor(t)
+  const store = memoryStore()
+  t.teardown(() => store.close())
+  const first = await demoApi(t, store, nats)
+  await writeSome(first.call, 'Ann')
+  await untilCount(jsm, nats.stream, 5)
+  await first.app.close()
+  // Written while no instance publishes, then purged by an instance that keeps changes 1 ms, at its first commit.
+  const without = await demoApi(t, store, undefined)
+  await writeSome(without.call, 'Bo')
+  await without.app.close()
+  const purging = await demoApi(t, store, undefined, [], '1')
+  await purging.call('alice', 'POST', '/v1/authors', { name: 'Dee' })
+  await purging.app.close()
+  const lines: Array<{ level: number, msg: string }> = []
+  const second = await demoApi(t, store, nats, lines)
+  await writeSome(second.call, 'Cy')
+  const kept = await feedOf(second.call)
+  await untilCount(jsm, nats.stream, 5 + kept.length)
+  t.same((await messagesOf(jsm, nats.stream)).slice(5).map(message => message.body), kept, 'what the log still kept')
+  t.match(lines.filter(line => line.level === 40), [{ msg: 'api-conventions: changes were purged from the log before they were published to NATS; they are missing from the stream' }])
+})
+
+t.test('a change of a resource the API no longer serves is not published', { skip }, async t => {
+  const { jsm, nats } = await natsFor(t)
+  const store = memoryStore()
+  t.teardown(() => store.close())
+  await store.appendChanges?.([{ id: 'c1', resource: 'ghosts', recordId: 'g1', operation: 'create', version: 1, at: new Date(), data: { id: 'g1' }, previous: null }])
+  const { call } = await demoApi(t, store, nats)
+  await call('alice', 'POST', '/v1/authors', { name: 'Ann' })
+  const feed = await feedOf(call)
+  await untilCount(jsm, nats.stream, 1)
+  t.same((await messagesOf(jsm, nats.stream)).map(message => message.body), feed)
 })
 
 t.test('bad NATS options stop registration, naming the option', async t => {

@@ -15,7 +15,7 @@ type Connection = Awaited<ReturnType<Nats['connect']>>
 type Manager = Awaited<ReturnType<Connection['jetstreamManager']>>
 
 /** The header of each message that holds the change's position in the log. */
-export const positionHeader = 'Api-Change-Position'
+const positionHeader = 'Api-Change-Position'
 const batchSize = 100
 /** The first wait after a failure, doubled after each one up to the last. */
 const firstRetry = 1000
@@ -23,9 +23,6 @@ const lastRetry = 30_000
 /** The longest wait for a wake-up before reading the log again anyway. */
 const idleWait = 30_000
 const positionPattern = /^(0|[1-9][0-9]{0,18})$/
-// JetStream's API error codes (err_code) the publisher expects.
-const streamNotFound = 10059
-const noMessageFound = 10037
 
 export interface Publisher {
   /** Starts tailing the log (the app is ready); returns at once. */
@@ -33,8 +30,6 @@ export interface Publisher {
   /** Stops after the publish in flight, and drains the connection. */
   readonly stop: () => Promise<void>
 }
-
-const apiErrorCode = (error: unknown): number | undefined => (error as { api_error?: { err_code?: number } }).api_error?.err_code
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 function pause (ms: number, signal: AbortSignal): Promise<void> {
@@ -56,49 +51,40 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
   const stopping = new AbortController()
   let connection: Connection | null = null
   let running: Promise<void> | null = null
-  /** The position of the last change published (acknowledged by JetStream); null before any. */
-  let published: bigint | null = null
 
-  async function ensureStream (jsm: Manager) {
-    try {
-      await jsm.streams.info(stream)
-    } catch (error) {
-      if (apiErrorCode(error) !== streamNotFound) throw error
-      // Two instances adding the same stream at once is fine: JetStream accepts an identical add.
-      await jsm.streams.add({ name: stream, subjects: [`${subjectPrefix}.>`] })
-      logger.info({ stream, subjects: `${subjectPrefix}.>` }, 'api-conventions: NATS stream created for the changes')
-    }
-  }
-
-  /** The position of the last change in the stream, null when it holds none. */
+  /** The position of the last change in the stream (made when missing), null when it holds none of ours. */
   async function lastInStream (jsm: Manager): Promise<bigint | null> {
-    try {
-      const message = await jsm.streams.getMessage(stream, { last_by_subj: `${subjectPrefix}.>` })
-      const position = message.header?.get(positionHeader) ?? ''
-      if (positionPattern.test(position)) return BigInt(position)
-      logger.warn({ stream, seq: message.seq }, `api-conventions: the stream's last message has no ${positionHeader} header; publishing from the oldest change kept`)
-      return null
-    } catch (error) {
-      if (apiErrorCode(error) === noMessageFound) return null
-      throw error
-    }
+    const subjects = `${subjectPrefix}.>`
+    const read = async () => await jsm.streams.info(stream, { subjects_filter: subjects })
+    // Not there: made, then read again. Adding a stream that exists with the same settings is a no-op,
+    // so a read that failed for another reason reads it as it is; other settings fail, and are retried.
+    const info = await read().catch(async () => {
+      logger.info({ stream, subjects }, 'api-conventions: no NATS stream to read; adding it')
+      await jsm.streams.add({ name: stream, subjects: [subjects] })
+      return await read()
+    })
+    // The counts of the subjects of ours the stream holds: none, when it holds none.
+    if (info.state.subjects === undefined) return null
+    const message = await jsm.streams.getMessage(stream, { last_by_subj: subjects })
+    const position = message.header.get(positionHeader)
+    if (positionPattern.test(position)) return BigInt(position)
+    logger.warn({ stream, seq: message.seq }, `api-conventions: the stream's last message has no ${positionHeader} header; publishing from the oldest change kept`)
+    return null
   }
 
-  /** Where to publish from: after the stream's last change, or this instance's, whichever is later. */
+  /** Where to publish from: after the stream's last change, which this instance or another published. */
   async function resumePoint (jsm: Manager): Promise<bigint | null> {
-    await ensureStream(jsm)
-    let inStream = await lastInStream(jsm)
+    const inStream = await lastInStream(jsm)
     const { head, purgedThrough } = await log.readChanges({ after: null, limit: 0, resources: null })
     // A stream ahead of the log follows another log (or this one was emptied): its positions mean nothing here.
     if (inStream !== null && inStream > BigInt(head)) {
       logger.warn({ stream, inStream: String(inStream), head }, 'api-conventions: the NATS stream is ahead of this change log; publishing from the oldest change kept')
-      inStream = null
+      return null
     }
-    const from = published !== null && (inStream === null || published > inStream) ? published : inStream
-    if (from !== null && from < BigInt(purgedThrough)) {
-      logger.warn({ stream, from: String(from), purgedThrough }, 'api-conventions: changes were purged before they were published to NATS; they are missing from the stream')
+    if (inStream !== null && inStream < BigInt(purgedThrough)) {
+      logger.warn({ stream, inStream: String(inStream), purgedThrough }, 'api-conventions: changes were purged from the log before they were published to NATS; they are missing from the stream')
     }
-    return from
+    return inStream
   }
 
   async function publish (js: ReturnType<Connection['jetstream']>, change: ChangeRecord) {
@@ -123,9 +109,8 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
       for (const change of found.changes) {
         // In order, one at a time: the stream's last message is then always where to resume.
         await publish(js, change)
-        published = after = BigInt(change.position)
+        after = BigInt(change.position)
         healthy()
-        if (stopping.signal.aborted) return
       }
       if (found.hasMore) continue
       healthy()
@@ -146,7 +131,6 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
         connection = await nats.connect({ reconnect: false, timeout: 5000, ...settings.connection, servers: [...settings.servers] })
         await tail(connection, healthy)
       } catch (error) {
-        if (stopping.signal.aborted) break
         failing = true
         logger.warn({ err: error, stream, retryInMs: retry }, 'api-conventions: publishing changes to NATS failed; retrying')
         await connection?.close().catch(() => {})
@@ -159,7 +143,7 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
 
   return {
     start () {
-      running ??= run()
+      running = run()
     },
     async stop () {
       stopping.abort()
