@@ -19,6 +19,7 @@ import type { NatsChangesOptions, Store } from '../lib/index.js'
 import { demoPluginOptions } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
 import { buildApp } from './helpers/app.js'
+import { resolveChanges } from '../lib/changes/options.js'
 
 const natsUrl = process.env.NATS_URL
 const skip = natsUrl === undefined ? 'NATS_URL is not set (test/run.mjs sets it when NATS answers at 127.0.0.1:4222)' : false
@@ -322,6 +323,10 @@ t.test('bad NATS options stop registration, naming the option', async t => {
   for (const [nats, message] of cases) {
     await t.rejects(buildApp(t, { changes: { nats } as never }), { code: 'API_ERR_OPTIONS_INVALID', message }, JSON.stringify(nats))
   }
+})
+
+t.test('the defaults: stream API_CHANGES, subjects api.changes.<resource>; several servers comma-separated', async t => {
+  t.same(resolveChanges({ nats: { url: 'nats://a:4222, b:4222' } })?.nats, { servers: ['nats://a:4222', 'b:4222'], stream: 'API_CHANGES', subjectPrefix: 'api.changes', connection: {} })
 })
 
 t.test('without NATS, nothing is published and nothing connects', async t => {
