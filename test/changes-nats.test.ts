@@ -29,6 +29,9 @@ const tokens: Record<string, string> = { alice: 'alice-token', bob: 'bob-token',
 interface Change { id: string, position: string, resource: string, recordId: string, operation: string, version: number, at: string, data?: Record<string, any> }
 interface Published { subject: string, msgId: string | undefined, position: string | undefined, body: Change }
 
+/** The apps each test made, closed before its stream is deleted. */
+const appsOf = new Map<Test, FastifyInstance[]>()
+
 /** A NATS connection for the test's own reads, and a stream name and subjects no one else uses, deleted afterwards. */
 async function natsFor (t: Test): Promise<{ connection: NatsConnection, jsm: JetStreamManager, nats: NatsChangesOptions & { stream: string, subjectPrefix: string } }> {
   const connection: NatsConnection = await connect({ servers: natsUrl })
@@ -36,6 +39,8 @@ async function natsFor (t: Test): Promise<{ connection: NatsConnection, jsm: Jet
   const suffix = randomBytes(6).toString('hex')
   const nats = { url: natsUrl as string, stream: `API_CHANGES_TEST_${suffix}`, subjectPrefix: `test_${suffix}.changes` }
   t.teardown(async () => {
+    // The test's apps first, or a publisher still running would make the stream again.
+    for (const app of appsOf.get(t) ?? []) await app.close()
     await jsm.streams.delete(nats.stream).catch(() => {})
     await connection.drain()
   })
@@ -72,6 +77,7 @@ async function demoApi (t: Test, store: Store, nats: NatsChangesOptions | undefi
   const stream = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(JSON.parse(chunk.toString())); done() } })
   const app = Fastify({ logger: { level: 'info', stream } })
   t.teardown(() => app.close())
+  appsOf.set(t, [...appsOf.get(t) ?? [], app])
   const options = demoPluginOptions(config, store)
   await app.register(apiConventions, { ...options, changes: { retention, pollInterval: 50, ...nats === undefined ? {} : { nats } } })
   await app.ready()
