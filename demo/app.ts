@@ -96,7 +96,8 @@ export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Red
     requireIfMatch: config.requireIfMatch,
     // Prefer: respond-async on every write: 202 and /v1/operations/{id}, which admins see of every caller.
     async: { seesAll: principal => (principal as DemoPrincipal).right === 'admin' },
-    changes: { retention: config.changesRetention },
+    // NATS_URL: every change also to JetStream, stream API_CHANGES, subjects api.changes.<resource>.
+    changes: { retention: config.changesRetention, ...config.natsUrl === undefined ? {} : { nats: { url: config.natsUrl } } },
     // /v1/mcp: AI agents use the API with their caller's token and rights (docs/mcp.md).
     mcp: config.mcp,
     openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },

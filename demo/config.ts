@@ -29,6 +29,8 @@ export interface DemoConfig {
   /** CHANGES_RETENTION: how long the change feed keeps changes. */
   readonly changesRetention: string
   readonly redisUrl: string | undefined
+  /** NATS_URL: also publish every change to NATS JetStream (stream API_CHANGES); none: off. */
+  readonly natsUrl: string | undefined
   /** Write the sample catalogue (seed.ts) into an empty store at start-up. */
   readonly seed: boolean
   /** MCP: serve the MCP endpoint at /v1/mcp. */
@@ -78,6 +80,7 @@ export function loadConfig (env: Env): DemoConfig {
     rateLimitWindow: duration(env.RATE_LIMIT_WINDOW ?? '1 minute'),
     changesRetention: duration(env.CHANGES_RETENTION ?? '7 days', 'CHANGES_RETENTION'),
     redisUrl: redis(env.REDIS_URL),
+    natsUrl: nats(env.NATS_URL),
     seed: boolean(env, 'SEED', true),
     mcp: boolean(env, 'MCP', true)
   })
@@ -167,6 +170,15 @@ function duration (text: string, setting = 'RATE_LIMIT_WINDOW'): string {
   const match = durationPattern.exec(text.trim())
   if (match === null || Number(match[1] ?? match[3]) === 0) throw new ConfigError(setting, `must be a duration such as '1 minute', '30 seconds' or milliseconds, received '${text}'`)
   return text.trim()
+}
+
+/** A NATS server, or several comma-separated: `nats://host:port` or `host:port` each. */
+function nats (text: string | undefined): string | undefined {
+  const value = nonEmpty(text)
+  if (value !== undefined && !value.split(',').every(server => /^(nats:\/\/)?[^\s/:,]+(:[0-9]{1,5})?$/.test(server.trim()))) {
+    throw new ConfigError('NATS_URL', `must be nats://host:port (or several, comma-separated), received '${value}'`)
+  }
+  return value
 }
 
 function redis (text: string | undefined): string | undefined {

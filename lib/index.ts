@@ -82,7 +82,10 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
     app.addHook('onClose', async function stopWorkers () { await asyncWrites.workers.stop(asyncWrites.stopMillis) })
   }
   for (const spec of buildRouteTable(models, context, core, asyncWrites)) registerRoute(app, spec)
-  if (changes !== null) registerRoute(app, changes.spec(context, schemaOptionsFor(context), app))
+  if (changes !== null) {
+    registerRoute(app, changes.spec(context, schemaOptionsFor(context), app))
+    await changes.publish(context, app)
+  }
   if (options.mcp !== null) registerRoute(app, await mcpRouteSpec(options.mcp, context, core))
   if (options.problemTypeBase === undefined) registerProblemPages(app, schemaOptionsFor(context))
 }
@@ -107,7 +110,7 @@ export type { Store, StoredRecord, ListQuery, Page, SortKey, PageWindow, ReadOpt
 export type { IdempotencyOptions } from './idempotency.js'
 export type { AsyncOptions } from './work/async-writes.js'
 export type { Job, JobState, NewJob, JobStore } from './stores/jobs.js'
-export type { ChangesOptions } from './changes/options.js'
+export type { ChangesOptions, NatsChangesOptions } from './changes/options.js'
 export type { ShownChange } from './changes/present.js'
 export type { McpOptions } from './mcp/options.js'
 export { createMetrics } from './metrics.js'

@@ -97,7 +97,7 @@ t.test('boot errors name the option', async t => {
   await t.rejects(app, { code: 'API_ERR_OPTIONS_INVALID', message: /changes\.retention/ })
   t.throws(() => resolveChanges({ retension: 1 }), { message: /retension/ })
   t.throws(() => resolveChanges('yes'), { message: /changes must be a boolean or an object/ })
-  t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000 })
+  t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000, nats: null })
   const logless = { ...memoryStore(), appendChanges: undefined }
   await t.rejects(buildApp(t, { store: logless as Store, changes: true }), { message: /a store with a change log/ })
   const Thing = Type.Object({ id: Type.Readonly(Type.String()), name: Type.String() }, { additionalProperties: false })

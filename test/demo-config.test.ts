@@ -2,6 +2,8 @@
 // variable, its default, and each kind of bad value, which must name the setting in one line.
 import t from 'tap'
 import { ConfigError, loadConfig } from '../demo/config.js'
+import { demoPluginOptions } from '../demo/app.js'
+import { memoryStore } from '../lib/index.js'
 
 t.test('with no environment every setting takes its documented default', async t => {
   const config = loadConfig({})
@@ -27,6 +29,7 @@ t.test('with no environment every setting takes its documented default', async t
     rateLimitWindow: '1 minute',
     changesRetention: '7 days',
     redisUrl: undefined,
+    natsUrl: undefined,
     seed: true,
     mcp: true
   })
@@ -48,6 +51,7 @@ t.test('every setting is read from its variable', async t => {
     RATE_LIMIT_WINDOW: ' 30 seconds ',
     CHANGES_RETENTION: '2 days',
     REDIS_URL: 'redis://127.0.0.1:6379',
+    NATS_URL: 'nats://127.0.0.1:4222',
     SEED: 'false',
     MCP: 'false'
   })
@@ -71,6 +75,7 @@ t.test('every setting is read from its variable', async t => {
     rateLimitWindow: '30 seconds',
     changesRetention: '2 days',
     redisUrl: 'redis://127.0.0.1:6379',
+    natsUrl: 'nats://127.0.0.1:4222',
     seed: false,
     mcp: false
   })
@@ -128,6 +133,18 @@ for (const window of ['500', '1 ms', '2 milliseconds', '1 second', '2 minutes', 
   })
 }
 
+t.test('NATS_URL: host:port without nats://, several comma-separated; empty, none', async t => {
+  t.equal(loadConfig({ NATS_URL: '127.0.0.1:4222, nats://b' }).natsUrl, '127.0.0.1:4222, nats://b')
+  t.equal(loadConfig({ NATS_URL: ' ' }).natsUrl, undefined)
+})
+
+t.test('the demo publishes its changes to NATS (stream API_CHANGES, api.changes.<resource>) only with NATS_URL', async t => {
+  const store = memoryStore()
+  t.teardown(() => store.close())
+  t.same(demoPluginOptions(loadConfig({ STORE: 'memory', NATS_URL: 'nats://broker:4222' }), store).changes, { retention: '7 days', nats: { url: 'nats://broker:4222' } })
+  t.same(demoPluginOptions(loadConfig({ STORE: 'memory' }), store).changes, { retention: '7 days' })
+})
+
 t.test('REDIS_URL accepts rediss:// too', async t => {
   t.equal(loadConfig({ REDIS_URL: 'rediss://cache:6380' }).redisUrl, 'rediss://cache:6380')
 })
@@ -177,7 +194,9 @@ const bad: ReadonlyArray<readonly [Record<string, string>, string, RegExp]> = [
   [{ RATE_LIMIT_WINDOW: '0' }, 'RATE_LIMIT_WINDOW', /received '0'/],
   [{ CHANGES_RETENTION: 'a week' }, 'CHANGES_RETENTION', /received 'a week'/],
   [{ RATE_LIMIT_WINDOW: '0 minutes' }, 'RATE_LIMIT_WINDOW', /received '0 minutes'/],
-  [{ REDIS_URL: 'http://cache' }, 'REDIS_URL', /must be a redis:\/\/ or rediss:\/\/ URL/]
+  [{ REDIS_URL: 'http://cache' }, 'REDIS_URL', /must be a redis:\/\/ or rediss:\/\/ URL/],
+  [{ NATS_URL: 'http://broker:4222' }, 'NATS_URL', /must be nats:\/\/host:port \(or several, comma-separated\), received 'http:\/\/broker:4222'/],
+  [{ NATS_URL: 'nats://a:4222,nats://b:x' }, 'NATS_URL', /received 'nats:\/\/a:4222,nats:\/\/b:x'/]
 ]
 
 for (const [env, setting, message] of bad) {

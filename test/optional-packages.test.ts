@@ -16,7 +16,7 @@ import { openPglite } from './stores/pglite-db.js'
 register('./helpers/missing-packages.mjs', import.meta.url, {
   data: {
     // The MCP SDK is imported by its modules' paths, as the endpoint imports it.
-    missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api', ...['server/index.js', 'server/webStandardStreamableHttp.js', 'types.js'].map(module => `@modelcontextprotocol/sdk/${module}`)],
+    missing: ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api', 'nats', ...['server/index.js', 'server/webStandardStreamableHttp.js', 'types.js'].map(module => `@modelcontextprotocol/sdk/${module}`)],
     broken: ['api-conventions-broken']
   }
 })
@@ -38,6 +38,13 @@ t.test('pgliteStore without PGlite installed rejects naming @electric-sql/pglite
 
 t.test('createMetrics without prom-client installed rejects naming prom-client', async t => {
   await t.rejects(createMetrics(), missing('prom-client', 'createMetrics'))
+})
+
+t.test('changes.nats without nats installed stops registration naming nats', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await t.rejects(async () => { await app.register(apiConventions, { prefix: '/v1', resources: resources(), changes: { nats: { url: 'nats://127.0.0.1:4222' } } }) },
+    missing('nats', 'changes.nats'))
 })
 
 t.test('docsPage: true without Scalar installed stops registration naming @scalar/fastify-api-reference', async t => {

@@ -67,7 +67,7 @@ interface Manifest {
 // What only one feature needs is an optional peer, imported when the feature is used
 // (optional-packages.test.ts); the application's own fastify and TypeBox are the plugin's.
 const peers = ['fastify', '@sinclair/typebox']
-const optionalPeers = ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api', '@modelcontextprotocol/sdk']
+const optionalPeers = ['pg', '@electric-sql/pglite', '@scalar/fastify-api-reference', 'prom-client', '@opentelemetry/api', '@modelcontextprotocol/sdk', 'nats']
 
 t.test('fastify and TypeBox are peer dependencies; the SQL driver, PGlite, Scalar, prom-client, the OpenTelemetry API and the MCP SDK optional ones', async t => {
   const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest

@@ -3,6 +3,7 @@
 // when its service answers on 127.0.0.1 at the port .ci/ gives it:
 //   DATABASE_URL       PostgreSQL 5432, database `test` (made when missing; each test file makes its own schema)
 //   REDIS_URL          Redis 6379
+//   NATS_URL           NATS with JetStream 4222
 //   DATABASE_READ_URL  a streaming replica of that PostgreSQL on 5433 (.ci/replica.sh makes one)
 //   CLUSTER_*          the many-instances cluster: PgBouncer 6434, primary 5434, replica 5435 (.ci/cluster.sh)
 // The coverage gate is 100 % when every service the gate depends on was found; without PostgreSQL or
@@ -52,6 +53,22 @@ function findRedis () {
     socket.on('error', error => done({ why: `no Redis answers at ${host}:6379 (${error.code ?? error.message})` }))
     socket.on('connect', () => socket.write('PING\r\n'))
     socket.on('data', data => done(data.toString().startsWith('+PONG') ? { url } : { why: `${host}:6379 answered PING with ${JSON.stringify(data.toString().trim())}` }))
+  })
+}
+
+/** A NATS server greets a connection with INFO; JetStream on says `"jetstream":true` in it. */
+function findNats () {
+  const url = `nats://${host}:4222`
+  return new Promise(resolve => {
+    const socket = net.connect({ host, port: 4222 })
+    const done = (result) => { socket.destroy(); resolve(result) }
+    socket.setTimeout(timeoutMs, () => done({ why: `no NATS answers at ${host}:4222 (timed out)` }))
+    socket.on('error', error => done({ why: `no NATS answers at ${host}:4222 (${error.code ?? error.message})` }))
+    socket.once('data', data => {
+      const text = data.toString()
+      if (!text.startsWith('INFO ')) done({ why: `${host}:4222 is not a NATS server (it said ${JSON.stringify(text.slice(0, 40))})` })
+      else done(text.includes('"jetstream":true') ? { url } : { why: `the NATS at ${host}:4222 runs without JetStream (-js)` })
+    })
   })
 }
 
@@ -111,6 +128,7 @@ async function settle (name, variable, find, { gate, skips }) {
 
 await settle('PostgreSQL', 'DATABASE_URL', findPostgres, { gate: true, skips: 'every PostgreSQL run (the same suites run on PGlite)' })
 await settle('Redis', 'REDIS_URL', findRedis, { gate: true, skips: 'rate limits shared through Redis, writers\' positions kept in Redis' })
+await settle('NATS', 'NATS_URL', findNats, { gate: true, skips: 'publishing the changes to NATS JetStream (test/changes-nats.test.ts)' })
 if (env.DATABASE_URL !== undefined) {
   await settle('Read replica', 'DATABASE_READ_URL', () => findReplica(5433, 5432, 'as root, `.ci/replica.sh` makes one'), { gate: false, skips: 'the read-replica tests (test/stores/sql-replica.test.ts, test/demo-replica.test.ts)' })
 }

@@ -112,7 +112,7 @@ function runDemo (env: Record<string, string>) {
   const child = spawn(process.execPath, [demo], {
     cwd: root,
     // DATABASE_URL from the outer environment would turn STORE=memory into a config error.
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', STORE: 'memory', DATABASE_URL: '', DATABASE_READ_URL: '', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', STORE: 'memory', DATABASE_URL: '', DATABASE_READ_URL: '', NATS_URL: '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stderr = ''

@@ -1,5 +1,6 @@
 // The change feed as the plugin wires it (docs/changes.md): the store wrapped so that writes record
-// their changes, the wake-ups of waiting readers, the route's spec, and the purge past retention.
+// their changes, the wake-ups of waiting readers, the route's spec, the purge past retention, and
+// the publisher to NATS JetStream when configured.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { OptionsInvalidError } from '../errors.js'
 import type { OperationContext } from '../operations/context.js'
@@ -8,6 +9,8 @@ import type { ResourceModel } from '../registry/model.js'
 import type { RouteSpec } from '../route-spec.js'
 import type { Store } from '../stores/store.js'
 import { changeFeed } from './feed.js'
+import { natsPublisher } from './nats.js'
+import { changePresenter, unrestricted } from './present.js'
 import type { ResolvedChanges } from './options.js'
 import { recordingStore } from './recording.js'
 import { createWakeups } from './wakeups.js'
@@ -22,6 +25,8 @@ export interface Changes {
   readonly storeOf: StoreOf
   /** The route, once the operation context exists. */
   readonly spec: (context: OperationContext, schemaOptions: SchemaOptions, app: FastifyInstance) => RouteSpec
+  /** With `nats`: the publisher, started when the app is ready and stopped as it closes. */
+  readonly publish: (context: OperationContext, app: FastifyInstance) => Promise<void>
 }
 
 /**
@@ -53,6 +58,13 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
   })
   return {
     storeOf: () => recording,
+    async publish (context, app) {
+      if (settings.nats === null) return
+      const present = changePresenter(context.models, unrestricted)
+      const publisher = await natsPublisher(settings.nats, log, wakeups, change => present(null, change), app.log)
+      app.addHook('onReady', async function startPublishingChanges () { publisher.start() })
+      app.addHook('onClose', async function stopPublishingChanges () { await publisher.stop() })
+    },
     spec (context, schemaOptions, app) {
       warnOf = error => app.log.warn({ err: error }, 'api-conventions: purging expired changes failed')
       const feed = changeFeed(context, log, settings, wakeups)

@@ -1,4 +1,5 @@
-// The `changes` option (docs/changes.md): the change feed at `{prefix}/changes`, off unless given.
+// The `changes` option (docs/changes.md): the change feed at `{prefix}/changes`, off unless given,
+// and publishing to NATS JetStream (`changes.nats`).
 import { OptionsInvalidError } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import { milliseconds } from '../security/rate-limit.js'
@@ -13,20 +14,68 @@ export interface ChangesOptions {
   readonly pollInterval?: number | undefined
   /** The longest silence on a Server-Sent Events stream before a comment line, in milliseconds. Default 15000. */
   readonly heartbeat?: number | undefined
+  /** Also publish every change to NATS JetStream (docs/changes.md "NATS JetStream"). Needs the package `nats`. Default: off. */
+  readonly nats?: NatsChangesOptions | undefined
+}
+
+export interface NatsChangesOptions {
+  /** The NATS server: `nats://host:4222`, `host:4222`, or several comma-separated. */
+  readonly url: string
+  /** The JetStream stream, created when missing (its subjects `<subjectPrefix>.>`). Default `API_CHANGES`. */
+  readonly stream?: string | undefined
+  /** A change goes to the subject `<subjectPrefix>.<resource>`. Default `api.changes`. */
+  readonly subjectPrefix?: string | undefined
+  /** More options of the nats package's `connect()` (credentials, TLS, name), passed as they are. */
+  readonly connection?: Readonly<Record<string, unknown>> | undefined
+}
+
+export interface ResolvedNats {
+  readonly servers: readonly string[]
+  readonly stream: string
+  readonly subjectPrefix: string
+  readonly connection: Readonly<Record<string, unknown>>
 }
 
 export interface ResolvedChanges {
   readonly retention: number
   readonly pollInterval: number
   readonly heartbeat: number
+  readonly nats: ResolvedNats | null
 }
 
-const changesKeys = knownKeys({ retention: true, pollInterval: true, heartbeat: true } satisfies Record<keyof ChangesOptions, true>)
+const changesKeys = knownKeys({ retention: true, pollInterval: true, heartbeat: true, nats: true } satisfies Record<keyof ChangesOptions, true>)
+const natsKeys = knownKeys({ url: true, stream: true, subjectPrefix: true, connection: true } satisfies Record<keyof NatsChangesOptions, true>)
+
+// JetStream's names: a stream name is one token of these characters; a subject, tokens joined by dots.
+const tokenPattern = /^[A-Za-z0-9_-]+$/
+const subjectPattern = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
+
+function resolveNats (value: unknown): ResolvedNats | null {
+  if (value === undefined) return null
+  if (typeof value !== 'object' || value === null) throw new OptionsInvalidError(`changes.nats must be an object { url, stream?, subjectPrefix?, connection? }, received ${JSON.stringify(value)}`)
+  const given = value as Record<string, unknown>
+  refuseUnknownKeys(given, natsKeys, 'changes.nats')
+  const servers = typeof given.url === 'string' ? given.url.split(',').map(server => server.trim()).filter(server => server !== '') : []
+  if (servers.length === 0) throw new OptionsInvalidError(`changes.nats.url must name a NATS server, such as 'nats://127.0.0.1:4222', received ${JSON.stringify(given.url)}`)
+  const named = (name: 'stream' | 'subjectPrefix', pattern: RegExp, fallback: string, what: string) => {
+    const text = given[name] ?? fallback
+    if (typeof text !== 'string' || !pattern.test(text)) throw new OptionsInvalidError(`changes.nats.${name} must be ${what}, received ${JSON.stringify(given[name])}`)
+    return text
+  }
+  const connection = given.connection ?? {}
+  if (typeof connection !== 'object' || connection === null || Array.isArray(connection)) throw new OptionsInvalidError(`changes.nats.connection must be an object of connect() options, received ${JSON.stringify(connection)}`)
+  return Object.freeze({
+    servers,
+    stream: named('stream', tokenPattern, 'API_CHANGES', 'a stream name (letters, digits, _ and -)'),
+    subjectPrefix: named('subjectPrefix', subjectPattern, 'api.changes', 'subject tokens joined by dots, without wildcards'),
+    connection: connection as Record<string, unknown>
+  })
+}
 
 /** `true` or an object serves the feed; `false` or nothing does not. */
 export function resolveChanges (value: unknown): ResolvedChanges | null {
   if (value === undefined || value === false) return null
-  if (value !== true && (typeof value !== 'object' || value === null)) throw new OptionsInvalidError(`changes must be a boolean or an object { retention?, pollInterval?, heartbeat? }, received ${JSON.stringify(value)}`)
+  if (value !== true && (typeof value !== 'object' || value === null)) throw new OptionsInvalidError(`changes must be a boolean or an object { retention?, pollInterval?, heartbeat?, nats? }, received ${JSON.stringify(value)}`)
   const given = (value === true ? {} : value) as Record<string, unknown>
   refuseUnknownKeys(given, changesKeys, 'changes')
   const duration = (name: keyof ChangesOptions, fallback: number | string) => {
@@ -34,5 +83,5 @@ export function resolveChanges (value: unknown): ResolvedChanges | null {
     if (ms === undefined) throw new OptionsInvalidError(`changes.${name} must be positive milliseconds or a duration such as '7 days', received ${JSON.stringify(given[name])}`)
     return ms
   }
-  return Object.freeze({ retention: duration('retention', '7 days'), pollInterval: duration('pollInterval', 500), heartbeat: duration('heartbeat', 15000) })
+  return Object.freeze({ retention: duration('retention', '7 days'), pollInterval: duration('pollInterval', 500), heartbeat: duration('heartbeat', 15000), nats: resolveNats(given.nats) })
 }

@@ -28,8 +28,11 @@ export interface ShownChange {
  */
 const ownFields = (record: Fields, path: readonly string[]): readonly unknown[] => path.length === 1 ? [record[path[0]]] : []
 
+/** The views of a caller who may see everything: the registered models (the admin's view, for brokers). */
+export const unrestricted: Pick<Views, 'forCaller'> = { forCaller: () => model => model }
+
 /** How the changes read for each caller. */
-export function changePresenter (models: ReadonlyMap<string, ResourceModel>, views: Views) {
+export function changePresenter (models: ReadonlyMap<string, ResourceModel>, views: Pick<Views, 'forCaller'>) {
   const predicates = new WeakMap<FilterNode, (record: Fields) => boolean>()
   const visibleTo = (view: View, record: Fields | null): boolean => {
     if (record === null) return false

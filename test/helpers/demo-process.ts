@@ -18,13 +18,13 @@ const running = new Set<ChildProcess>()
 process.once('exit', () => { for (const child of running) child.kill('SIGKILL') })
 
 /**
- * Starts the demo on a free port with the outer environment's database settings blanked (each
+ * Starts the demo on a free port with the outer environment's database, Redis and NATS settings blanked (each
  * test says what it wants in `env`), no sample data and warnings only in the log; resolves once it
  * listens. Killed, and waited for, when `t` ends.
  */
 export async function startDemoProcess (t: TestLike, env: Record<string, string>): Promise<DemoProcess> {
   const child = spawn(process.execPath, [...process.execArgv, 'demo/server.ts'], {
-    env: { ...process.env, DATABASE_URL: '', DATABASE_READ_URL: '', REDIS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, DATABASE_URL: '', DATABASE_READ_URL: '', REDIS_URL: '', NATS_URL: '', SEED: 'false', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   running.add(child)
