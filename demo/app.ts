@@ -113,6 +113,9 @@ async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServer
     // Five audit headers of up to 8 KB each must fit: Node's default allows 16 KB of headers in all.
     // Node would answer an HTTP/1.1 request without Host with a bare 400; the plugin answers a problem.
     http: { maxHeaderSize: 65536, requireHostHeader: false },
+    // The plugin's first registration in a process loads and compiles its optional parts (the MCP
+    // SDK, the schemas): about 1 s, but over Fastify's 10 s limit on a machine busy elsewhere.
+    pluginTimeout: 60_000,
     ...serverOptions
   })
   // A Redis that cannot be reached stops start-up. First, as the store keeps writers' positions in it.

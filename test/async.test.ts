@@ -167,6 +167,41 @@ for (const where of places('async')) {
       t.equal(named.body.data.authors.length, 1, 'one record')
     })
 
+    t.test('a batch answered 202: its monitor holds the batch\'s answer, all or nothing', async (t: Test) => {
+      const name = unique('Batch Author')
+      const operations = [
+        { op: 'create', resource: 'authors', lid: 'a', data: { name } },
+        { op: 'create', resource: 'books', data: { title: unique('Batch Book'), authorId: { lid: 'a' } } }
+      ]
+      const { sync, accepted, monitor } = await bothWays(api, 'alice', 'POST', '/v1/batch', { body: { operations } })
+      t.equal(sync.status, 200)
+      t.match(accepted.body.data.operation, { status: 'pending', method: 'POST', path: '/v1/batch' })
+      const { result } = monitor.body.data.operation
+      t.equal(monitor.body.data.operation.status, 'succeeded')
+      t.equal(result.status, 200)
+      t.same(result.data.results.map((entry: { status: number }) => entry.status), [201, 201])
+      t.match(result.data.results[1].data.book, { authorId: result.data.results[0].data.author.id }, 'the local id stood for the author it made')
+      t.equal((await api('alice', 'GET', `/v1/authors?filter=${encodeURIComponent(`name eq '${name}'`)}`)).body.data.authors.length, 2, 'both batches wrote')
+
+      // Failing when it runs: the batch's problem, naming the operation; nothing of it written.
+      const failing = [
+        { op: 'create', resource: 'authors', data: { name: unique('Never') } },
+        { op: 'delete', resource: 'authors', id: 'no-such-author' }
+      ]
+      const failed = await bothWays(api, 'alice', 'POST', '/v1/batch', { body: { operations: failing } })
+      t.equal(failed.sync.status, 404)
+      t.equal(failed.monitor.body.data.operation.status, 'failed')
+      t.same(failed.monitor.body.data.operation.error, failed.sync.body, 'the problem the synchronous batch answers')
+      t.equal((await api('alice', 'GET', `/v1/authors?filter=${encodeURIComponent(`name eq '${failing[0].data?.name as string}'`)}`)).body.data.authors.length, 0, 'nothing written')
+
+      // Refused at once: a malformed batch (400) and a caller who may not write (403), nothing kept.
+      const malformed = await api('alice', 'POST', '/v1/batch', { body: { operations: [{ op: 'create', resource: 'books', data: { title: 'x', authorId: { lid: 'nowhere' } } }] }, headers: later })
+      t.equal(malformed.status, 400)
+      t.match(malformed.body, { operation: 0, invalidParams: [{ name: 'operations/0/authorId' }] })
+      const reader = await api('reader', 'POST', '/v1/batch', { body: { operations }, headers: later })
+      t.equal(reader.status, 403)
+    })
+
     t.test('without the preference a write answers as before', async (t: Test) => {
       const created = await api('alice', 'POST', '/v1/authors', { body: { name: 'Now' }, headers: { prefer: 'return=minimal' } })
       t.equal(created.status, 201)

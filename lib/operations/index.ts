@@ -48,6 +48,8 @@ export interface Operations {
   perform (resource: string, operation: ResourceOperation, input: OperationInput, entry: Entry): Promise<Outcome>
   /** A refusal met before an operation (an MCP tool's arguments): the problem a route answers for it, at `instance`. */
   problem (error: unknown, instance: string): Outcome
+  /** Only the authorization check `run` makes, for work accepted now and run later (`{ authorized: true }`); a refusal is thrown. */
+  authorize (model: ResourceModel, operation: ResourceOperation, input: OperationInput, request: FastifyRequest): Promise<void>
 }
 
 const bodySchemas = { create: createSchema, replace: replaceSchema, modify: modifySchema } as const
@@ -128,5 +130,5 @@ export function createOperations (context: OperationContext, log: ErrorLog, type
     }
   }
 
-  return { of, run, perform, problem }
+  return { of, run, perform, problem, authorize: async (model, operation, input, request) => { await authorized(model, operation, input, { request }) } }
 }

@@ -18,7 +18,7 @@ import { toInvalidParams } from '../validation.js'
 import type { OperationContext } from '../operations/context.js'
 import { operationInput } from '../operations/input.js'
 import type { Outcome } from '../operations/input.js'
-import type { Operations } from '../operations/index.js'
+import type { Entry, Operations } from '../operations/index.js'
 import { operationTable, writeOperations } from '../operations/table.js'
 import type { WriteOperation } from '../operations/table.js'
 
@@ -138,8 +138,23 @@ function checkPlan (operations: readonly Operation[], context: OperationContext,
   return first
 }
 
-/** The route handler of `POST {prefix}/batch`; the body is checked here, against the shape and then each operation's schema. */
-export function batchHandler (context: OperationContext, settings: ResolvedBatch, core: Operations): RouteHandlerMethod {
+/** A batch's operations, checked against its shape and plan, and the store they are kept in. */
+export interface CheckedBatch {
+  readonly operations: readonly Operation[]
+  readonly store: Store
+}
+
+/** The batch endpoint's work, apart from its route: asynchronous work (work/async-writes.ts) accepts a batch now and performs it later. */
+export interface Batch {
+  /** The body against the shape and then the plan (400): nothing is read or written. */
+  check (body: unknown): CheckedBatch
+  /** The authorization check of each operation, as `perform` with `{ request }` makes it; an id that is a local id is not known yet. */
+  authorize (batch: CheckedBatch, principal: unknown, request: FastifyRequest): Promise<void>
+  /** Performs the operations in order in `joined`, or else in one transaction of their store: every one or none. */
+  perform (batch: CheckedBatch, principal: unknown, entry: Entry, joined: Store | null): Promise<{ data: { results: unknown[] } }>
+}
+
+export function createBatch (context: OperationContext, settings: ResolvedBatch, core: Operations): Batch {
   const models = [...context.models.values()]
   if (context.models.has('batch')) throw new ResourceInvalidError('batch', 'its path /batch is the batch endpoint\'s; rename the resource or set batch: false')
   const validateShape = context.ajv.compile(shapeSchema(models.map(model => model.name), settings.maxOperations))
@@ -160,11 +175,21 @@ export function batchHandler (context: OperationContext, settings: ResolvedBatch
     return op === 'create' ? { status, location: headers.location, etag: headers.etag, data } : { status, etag: headers.etag, data }
   }
 
-  return async function runBatch (request: FastifyRequest) {
-    if (!validateShape(request.body)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateShape.errors as ErrorObject[]).map(pointer))
-    const operations = (request.body as { operations: Operation[] }).operations
-    const store = checkPlan(operations, context, core)
-    const { principal } = request
+  function check (body: unknown): CheckedBatch {
+    if (!validateShape(body)) throw withInvalidParams(new BodyInvalidError(), toInvalidParams(validateShape.errors as ErrorObject[]).map(pointer))
+    const operations = (body as { operations: Operation[] }).operations
+    return { operations, store: checkPlan(operations, context, core) }
+  }
+
+  async function authorize ({ operations }: CheckedBatch, principal: unknown, request: FastifyRequest): Promise<void> {
+    for (const [index, operation] of operations.entries()) {
+      const id = typeof operation.id === 'string' ? operation.id : ''
+      const input = operationInput({ principal, id, body: operation.data ?? null, preconditions: {}, joined: null })
+      await core.authorize(context.models.get(operation.resource) as ResourceModel, operation.op, input, request).catch((error: unknown) => { throw inOperation(error, index) })
+    }
+  }
+
+  async function perform ({ operations, store }: CheckedBatch, principal: unknown, entry: Entry, joined: Store | null) {
     const work = async (tx: Store) => {
       const ids = new Map<string, string>()
       const idOf = (value: unknown) => typeof value === 'object' && value !== null ? ids.get((value as LocalId).lid) : value
@@ -175,7 +200,7 @@ export function batchHandler (context: OperationContext, settings: ResolvedBatch
           const id = String(idOf(operation.id) ?? '')
           const preconditions = { ifMatch: parseTagList(operation.ifMatch, 'ifMatch') }
           const body = dataOf(operation, model, idOf)
-          const outcome = await core.run(model, operation.op, operationInput({ principal, id, body, preconditions, joined: tx }), { request })
+          const outcome = await core.run(model, operation.op, operationInput({ principal, id, body, preconditions, joined: tx }), entry)
           if (operation.lid !== undefined) ids.set(operation.lid, outcome.created as string)
           results.push(resultOf(operation.op, outcome))
         } catch (error) {
@@ -184,9 +209,16 @@ export function batchHandler (context: OperationContext, settings: ResolvedBatch
       }
       return results
     }
-    const joined = keyedTransaction(request)
-    const results = await (joined === null ? store.transaction(work) : work(joined))
-    return { data: { results } }
+    return { data: { results: await (joined === null ? store.transaction(work) : work(joined)) } }
+  }
+
+  return { check, authorize, perform }
+}
+
+/** The route handler of `POST {prefix}/batch`: the body checked, then each operation authorized and performed as its own request. */
+export function batchHandler (batch: Batch): RouteHandlerMethod {
+  return async function runBatch (request: FastifyRequest) {
+    return await batch.perform(batch.check(request.body), request.principal, { request }, keyedTransaction(request))
   }
 }
 

@@ -21,7 +21,7 @@ import type { ResourceOperation, WriteOperation } from '../operations/table.js'
 import { routeHandler } from './adapter.js'
 import type { Coding } from '../http/compression.js'
 import { idempotent } from '../idempotency.js'
-import { batchHandler, batchStoreOf } from './batch.js'
+import { batchHandler, batchStoreOf, createBatch } from './batch.js'
 import { acceptedResponse, monitorRouteSpec } from '../work/async-writes.js'
 import type { AsyncWrites } from '../work/async-writes.js'
 import type { ResolvedBatch } from './batch.js'
@@ -118,7 +118,7 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Oper
       }
     }
   }
-  if (context.options.batch !== null) table.push(batchSpec(models, context, context.options.batch, core))
+  if (context.options.batch !== null) table.push(batchSpec(models, context, context.options.batch, core, asyncWrites))
   if (asyncWrites !== null) table.push(monitorRouteSpec(asyncWrites, schemaOptionsFor(context)))
   return table
 }
@@ -129,8 +129,12 @@ function withAccepted<S extends { readonly documentedResponses: object }> (schem
 }
 
 /** `POST {prefix}/batch`, when the options serve it (routes/batch.ts). */
-function batchSpec (models: readonly ResourceModel[], context: OperationContext, settings: ResolvedBatch, core: Operations): RouteSpec {
+function batchSpec (models: readonly ResourceModel[], context: OperationContext, settings: ResolvedBatch, core: Operations, asyncWrites: AsyncWrites | null): RouteSpec {
   const json = ['application/json']
+  const batch = createBatch(context, settings, core)
+  // Prefer: respond-async: 202, under its Idempotency-Key as a write's is.
+  const handler = asyncWrites === null ? batchHandler(batch) : asyncWrites.acceptingBatch(batch, batchHandler(batch))
+  const schema = batchRouteSchema(models, (model, op) => model.operations.has(op), settings.maxOperations, schemaOptionsFor(context))
   return {
     method: 'POST',
     path: '/batch',
@@ -142,8 +146,8 @@ function batchSpec (models: readonly ResourceModel[], context: OperationContext,
     item: false,
     bodyTypes: json,
     responseTypes: json,
-    schema: batchRouteSchema(models, (model, op) => model.operations.has(op), settings.maxOperations, schemaOptionsFor(context)),
-    handler: idempotent(batchHandler(context, settings, core), batchStoreOf(context), context.options.idempotency),
+    schema: asyncWrites === null ? schema : withAccepted(schema),
+    handler: idempotent(handler, batchStoreOf(context), context.options.idempotency),
     // Its answers are JSON only (results of several resources have no one XML shape).
     config: { produces: json }
   }

@@ -26,6 +26,7 @@ import type { RouteSpec } from '../route-spec.js'
 import { problems, requestId } from '../routes/http-prose.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
 import type { WorkLog, Workers } from './queue.js'
+import type { Batch } from '../routes/batch.js'
 
 export interface AsyncOptions {
   /** Jobs one instance runs at once, per store. Default 4. */
@@ -72,8 +73,9 @@ export function resolveAsync (value: unknown): ResolvedAsync | null {
   })
 }
 
-/** The kind of job a resource write is (work/queue.ts runs kinds; webhook deliveries are another). */
+/** The kinds of job a resource write and a batch are (work/queue.ts runs kinds). */
 export const WRITE_JOB = 'write'
+export const BATCH_JOB = 'batch'
 
 /** The request as kept: what the operation reads, and what the monitor shows. The principal must be JSON. */
 interface WritePayload {
@@ -87,6 +89,16 @@ interface WritePayload {
   /** The request's conditional headers and Prefer, as sent. */
   readonly headers: Readonly<Record<string, string>>
 }
+
+/** A batch as kept: its body is checked again when it runs. The principal must be JSON. */
+interface BatchPayload {
+  readonly method: string
+  readonly path: string
+  readonly principal: unknown
+  readonly body: unknown
+}
+
+type JobPayload = WritePayload | BatchPayload
 
 /** The headers an operation reads besides its body: its conditions and `return`. */
 const keptHeaders = ['if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since', 'prefer'] as const
@@ -112,6 +124,8 @@ const keepsJobs = (store: Store) => typeof store.addJob === 'function'
 export interface AsyncWrites {
   /** The route's handler, answering 202 to a request that prefers it. */
   accepting (model: ResourceModel, operation: WriteOperation, handler: RouteHandlerMethod): RouteHandlerMethod
+  /** The batch endpoint's handler, answering 202 to a request that prefers it. */
+  acceptingBatch (batch: Batch, handler: RouteHandlerMethod): RouteHandlerMethod
   /** The monitor's handler: `GET {prefix}/operations/:id`. */
   readonly monitor: RouteHandlerMethod
   readonly workers: Workers
@@ -133,7 +147,34 @@ export function createAsyncWrites (context: OperationContext, core: Operations, 
     return outcomeResult(outcome)
   }
 
-  const workers = createWorkers(stores, { [WRITE_JOB]: runWrite }, settings, log)
+  /** The batch endpoint, once its route is built (acceptingBatch); a kept batch is checked again as it runs, against the resources then. */
+  let batch: Batch | null = null
+  async function runBatch (job: Job, tx: Store): Promise<unknown> {
+    const { path, principal, body } = job.payload as BatchPayload
+    try {
+      if (batch === null) throw new NotFoundError(path)
+      return { status: 200, ...await batch.perform(batch.check(body), principal, { authorized: true }, tx) }
+    } catch (error) {
+      const outcome = core.problem(error, path)
+      // The store unavailable (503): tried again once the lease ends, as a write is.
+      if (outcome.status === 503) throw Object.assign(new Error('the store is unavailable'), { outcome: outcome.body })
+      throw new JobFailed(outcome.body)
+    }
+  }
+
+  const workers = createWorkers(stores, { [WRITE_JOB]: runWrite, [BATCH_JOB]: runBatch }, settings, log)
+
+  /** Keeps `payload` as a job of `kind` in `store` (under an Idempotency-Key, in the transaction that keeps this 202) and answers 202. */
+  async function accept (request: FastifyRequest, reply: FastifyReply, store: Store, kind: string, payload: JobPayload) {
+    const job = { id: randomUUID(), kind, owner: callerOf(request), payload, createdAt: new Date() }
+    await ((keyedTransaction(request) ?? store).addJob as NonNullable<Store['addJob']>)(job)
+    workers.wake()
+    reply.code(202)
+      .header('location', `${prefix}/operations/${job.id}`)
+      .header('preference-applied', 'respond-async')
+      .header('retry-after', '1')
+    return { data: { operation: { id: job.id, status: 'pending', method: payload.method, path: payload.path, createdAt: job.createdAt.toISOString() } } }
+  }
 
   function accepting (model: ResourceModel, operation: WriteOperation, handler: RouteHandlerMethod): RouteHandlerMethod {
     const store = context.storeOf(model)
@@ -147,26 +188,28 @@ export function createAsyncWrites (context: OperationContext, core: Operations, 
         const value = request.headers[name]
         if (value !== undefined) headers[name] = [value].flat().join(', ')
       }
-      const path = request.url.split('?', 1)[0]
-      const payload: WritePayload = {
+      return await accept(request, reply, store, WRITE_JOB, {
         method: request.method,
-        path,
+        path: request.url.split('?', 1)[0],
         principal: request.principal,
         resource: model.name,
         operation,
         id: (request.params as { id?: string }).id ?? '',
         body: (request.body ?? null) as Record<string, unknown> | null,
         headers
-      }
-      const job = { id: randomUUID(), kind: WRITE_JOB, owner: callerOf(request), payload, createdAt: new Date() }
-      // Under an Idempotency-Key, in the transaction that keeps this 202 (idempotency.ts).
-      await ((keyedTransaction(request) ?? store).addJob as NonNullable<Store['addJob']>)(job)
-      workers.wake()
-      reply.code(202)
-        .header('location', `${prefix}/operations/${job.id}`)
-        .header('preference-applied', 'respond-async')
-        .header('retry-after', '1')
-      return { data: { operation: { id: job.id, status: 'pending', method: payload.method, path, createdAt: job.createdAt.toISOString() } } }
+      } satisfies WritePayload)
+    }
+  }
+
+  function acceptingBatch (given: Batch, handler: RouteHandlerMethod): RouteHandlerMethod {
+    batch = given
+    return async function acceptAsyncBatch (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+      if (!prefersAsync(request.headers.prefer)) return await handler.call(this as never, request, reply)
+      // Checked now as the batch is synchronously, up to the store: its shape and plan (400), each operation's authorization (403).
+      const checked = given.check(request.body)
+      if (!keepsJobs(checked.store)) return await handler.call(this as never, request, reply)
+      await given.authorize(checked, request.principal, request)
+      return await accept(request, reply, checked.store, BATCH_JOB, { method: request.method, path: request.url.split('?', 1)[0], principal: request.principal, body: request.body } satisfies BatchPayload)
     }
   }
 
@@ -183,7 +226,7 @@ export function createAsyncWrites (context: OperationContext, core: Operations, 
     return { data: { operation: operationView(job) } }
   }
 
-  return { accepting, monitor, workers, stopMillis: settings.stopMillis }
+  return { accepting, acceptingBatch, monitor, workers, stopMillis: settings.stopMillis }
 }
 
 /** Who the request's caller is (its admission key, security/auth.ts principalKey); null without credentials. */

@@ -46,7 +46,8 @@ export async function buildApp (t: TestLike, overrides: AppOverrides = {}): Prom
   const { server, store: givenStore, resources, clock: givenClock, ...options } = overrides
   const clock = givenClock ?? testClock()
   const store = givenStore ?? memoryStore({ now: clock.now })
-  const app = Fastify({ logger: false, ...server })
+  // As the demo: a first registration on a busy machine may take longer than Fastify's 10 s.
+  const app = Fastify({ logger: false, pluginTimeout: 60_000, ...server })
   t.teardown(() => app.close())
   await app.register(apiConventions, {
     prefix: '/v1',
