@@ -298,8 +298,8 @@ t.test('the plan is checked before anything runs: 400 naming the operation\'s me
     ['an unknown lid in id', [author, { op: 'delete', resource: 'authors', id: { lid: 'a2' } }], 'operations/1/id', /names no record an earlier create of this batch made \(lid 'a2'\)/],
     ['a lid used before its create', [{ op: 'delete', resource: 'authors', id: { lid: 'a1' } }, author], 'operations/0/id', /names no record/],
     ['an unknown lid in a relation field', [author, { op: 'create', resource: 'books', data: { title: 'T', authorId: { lid: 'nobody' } } }], 'operations/1/authorId', /names no record/],
-    ['the lid of another resource in id', [author, { op: 'delete', resource: 'books', id: { lid: 'a1' } }], 'operations/1/id', /names one of authors, where one of books is expected/],
-    ['the lid of another resource in a relation field', [author, { op: 'create', resource: 'books', lid: 'b1', data: { title: 'T', authorId: { lid: 'a1' } } }, { op: 'create', resource: 'books', data: { title: 'U', authorId: { lid: 'b1' } } }], 'operations/2/authorId', /names one of books, where one of authors is expected/],
+    ['the lid of another resource in id', [author, { op: 'delete', resource: 'books', id: { lid: 'a1' } }], 'operations/1/id', /names one of authors \(lid 'a1'\), where one of books is expected/],
+    ['the lid of another resource in a relation field', [author, { op: 'create', resource: 'books', lid: 'b1', data: { title: 'T', authorId: { lid: 'a1' } } }, { op: 'create', resource: 'books', data: { title: 'U', authorId: { lid: 'b1' } } }], 'operations/2/authorId', /names one of books \(lid 'b1'\), where one of authors is expected/],
     ['an op the resource does not serve', [author, { op: 'modify', resource: 'notes', id: 'n', data: { text: 'x' } }], 'operations/1/op', /notes cannot be modified here/],
     ['a resource kept in another store', [author, { op: 'create', resource: 'memos', data: { text: 'x' } }], 'operations/1/resource', /another store than authors; a batch is one transaction of one store/]
   ]

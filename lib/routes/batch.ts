@@ -114,7 +114,7 @@ function checkPlan (operations: readonly Operation[], context: OperationContext,
       if (typeof value !== 'object' || value === null || !('lid' in value)) return
       const maker = made.get((value as LocalId).lid)
       if (maker === undefined) throw refuse(member, `names no record an earlier create of this batch made (lid '${(value as LocalId).lid}')`)
-      if (maker !== target) throw refuse(member, `names one of ${maker.name}, where one of ${target.name} is expected`)
+      if (maker !== target) throw refuse(member, `names one of ${maker.name} (lid '${(value as LocalId).lid}'), where one of ${target.name} is expected`)
     }
     if (core.of(model, operation.op) === undefined) throw refuse('op', `${model.name} cannot be ${operationTable[operation.op].past} here`)
     if (context.storeOf(model) !== first) throw refuse('resource', `is kept in another store than ${operations[0].resource}; a batch is one transaction of one store`)

@@ -391,7 +391,7 @@ const localId: JsonSchema = { $ref: `#/components/schemas/${componentNames.local
 export const localIdComponent: JsonSchema = {
   ...localIdSchema,
   properties: { lid: { ...lidSchema, description: 'The lid of an earlier create in this batch.' } },
-  description: 'The id of the record an earlier create of this batch named with this lid.'
+  description: 'The id of the record an earlier create of this batch named with this lid: a record of the resource this id or field names.'
 }
 
 /**
