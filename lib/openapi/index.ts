@@ -63,7 +63,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
     refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
     transform: documentRoute,
-    transformObject: document => shareComponents(documentLimitFields(documentExamples(documentRules(documentXml(documentLinks(document, models, options.links), models), models, rulesOf), models, rulesOf), schemaOptions))
+    transformObject: document => shareComponents(documentLimitFields(documentExamples(documentRules(documentExports(documentXml(documentLinks(document, models, options.links), models)), models, rulesOf), models, rulesOf), schemaOptions))
   })
 
   // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.
@@ -323,6 +323,30 @@ function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) 
         const xml = response.content?.['application/xml']
         // A copy: the JSON media type may share the object.
         if (xml !== undefined && xml.schema.$ref === undefined) (response.content as Record<string, MediaType>)['application/xml'] = { ...xml, schema: describeXml(xml.schema, refs, { name: 'response' }) }
+      }
+    }
+  }
+  return openapi
+}
+
+/** What a LIST's export sends (operations/export.ts, docs/export.md), in place of the envelope the route's schema names for every type. */
+const exportBodies: Readonly<Record<string, MediaType>> = {
+  'application/x-ndjson': {
+    schema: { type: 'string', description: 'Every matching record (filter, sort, fields and the caller\'s rules apply; the paging parameters are ignored), in order, one JSON object per line as the list shows it. Streamed. Not with expand or include.' }
+  },
+  'text/csv': {
+    schema: { type: 'string', description: 'Every matching record as RFC 4180 CSV (CRLF line ends) with a header row of the field names: objects and arrays as JSON text, a text beginning with =, +, -, @, tab or CR prefixed with \'. Streamed. Not with expand or include.' }
+  }
+}
+
+/** The exports' media types of each LIST answer, with their own schemas. */
+function documentExports (openapi: OpenApiObject) {
+  for (const item of Object.values(openapi.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const response of Object.values(operation.responses)) {
+        const content = response.content
+        if (content === undefined) continue
+        for (const type in exportBodies) if (content[type] !== undefined) content[type] = exportBodies[type]
       }
     }
   }
