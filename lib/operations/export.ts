@@ -60,12 +60,19 @@ function cell (value: unknown): string | number | boolean | null {
   return JSON.stringify(value)
 }
 
+/**
+ * RFC 4180: CRLF after each record, and a cell with a line break quoted (csv-stringify quotes one
+ * holding the record delimiter, CRLF, but not a lone LF or CR); booleans as `true`/`false` (its
+ * default is 1 and an empty cell).
+ */
+const csvOptions = { record_delimiter: 'windows', quoted_match: /[\r\n]/, cast: { boolean: (value: boolean) => String(value) } } as const
+
 /** The lines of the answer, gathered into chunks; CSV's header first. */
 async function * linesOf (format: ExportFormat, records: AsyncIterable<StoredRecord>, columns: readonly string[], fields: ReadonlySet<string> | null): AsyncGenerator<string> {
   const line = format === 'ndjson'
     ? (record: StoredRecord) => `${JSON.stringify(project(record.data, fields))}\n`
-    : (record: StoredRecord) => stringify([columns.map(column => cell(record.data[column]))], { record_delimiter: 'windows' })
-  let chunk = format === 'csv' ? stringify([columns], { record_delimiter: 'windows' }) : ''
+    : (record: StoredRecord) => stringify([columns.map(column => cell(record.data[column]))], csvOptions)
+  let chunk = format === 'csv' ? stringify([columns], csvOptions) : ''
   for await (const record of records) {
     chunk += line(record)
     if (chunk.length >= CHUNK) {
