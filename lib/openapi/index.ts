@@ -329,24 +329,29 @@ function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) 
   return openapi
 }
 
-/** What a LIST's export sends (operations/export.ts, docs/export.md), in place of the envelope the route's schema names for every type. */
-const exportBodies: Readonly<Record<string, MediaType>> = {
-  'application/x-ndjson': {
-    schema: { type: 'string', description: 'Every matching record (filter, sort, fields and the caller\'s rules apply; the paging parameters are ignored), in order, one JSON object per line as the list shows it. Streamed. Not with expand or include.' }
-  },
-  'text/csv': {
-    schema: { type: 'string', description: 'Every matching record as RFC 4180 CSV (CRLF line ends) with a header row of the field names: objects and arrays as JSON text, a text beginning with =, +, -, @, tab or CR prefixed with \'. Streamed. Not with expand or include.' }
-  }
+/** What a LIST's export sends (operations/export.ts, docs/export.md), in place of the envelope the route's schema names for every type: one shared schema each. */
+const exportBodies: Readonly<Record<string, readonly [string, JsonSchema]>> = {
+  'application/x-ndjson': ['NdjsonExport', {
+    type: 'string',
+    description: 'Every matching record (filter, sort, fields and rules apply; paging parameters ignored; not with expand or include), streamed, one JSON object per line as the list shows it.'
+  }],
+  'text/csv': ['CsvExport', {
+    type: 'string',
+    description: 'Every matching record as RFC 4180 CSV with a header row of the field names, streamed: objects and arrays as JSON text, a text beginning with =, +, -, @, tab or CR prefixed with \'.'
+  }]
 }
 
 /** The exports' media types of each LIST answer, with their own schemas. */
 function documentExports (openapi: OpenApiObject) {
+  for (const [name, schema] of Object.values(exportBodies)) openapi.components.schemas[name] = schema
   for (const item of Object.values(openapi.paths)) {
     for (const operation of Object.values(item)) {
       for (const response of Object.values(operation.responses)) {
         const content = response.content
         if (content === undefined) continue
-        for (const type in exportBodies) if (content[type] !== undefined) content[type] = exportBodies[type]
+        for (const type in exportBodies) {
+          if (content[type] !== undefined) content[type] = { schema: { $ref: `#/components/schemas/${exportBodies[type][0]}` } }
+        }
       }
     }
   }
