@@ -19,8 +19,9 @@ interface TimedRequest { [kStoreTime]: StoreClock | null }
 // The calls of the Store contract a request waits for. A transaction's own calls run inside
 // `transaction`, whose time they are part of: the connection is held for the whole of it.
 const timedCalls = ['list', 'get', 'getMany', 'create', 'update', 'remove', 'transaction', 'claimKey', 'keepResponse'] as const
-// The others: the purge of expired keys, which no request awaits, start-up, metrics, shutdown.
-const untimedCalls = ['purgeKeys', 'prepare', 'poolStats', 'close'] as const
+// The others: the purge of expired keys, which no request awaits, start-up, metrics, shutdown, and
+// an export's read, which goes on after the answer's headers (and Server-Timing) have left.
+const untimedCalls = ['purgeKeys', 'prepare', 'poolStats', 'close', 'exportList'] as const
 
 export interface StoreTiming {
   /** The stores the routes use, each wrapped once so that its calls are timed. */

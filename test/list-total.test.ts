@@ -89,7 +89,7 @@ t.test('a total that is not true or false is 400 naming total', async t => {
     const res = await get(app, `/v1/books?total=${value}`)
     t.equal(res.statusCode, 400, value)
     t.match(res.headers['content-type'], /^application\/problem\+json/)
-    t.match(res.json(), { status: 400, invalidParams: [{ name: 'total', reason: "must be 'true' or 'false'" }] })
+    t.match(res.json(), { status: 400, invalidParams: [{ name: 'total', reason: "must be 'true', 'false' or 'estimated'" }] })
   }
   const twice = await get(app, '/v1/books?total=true&total=true')
   t.match(twice.json().invalidParams, [{ name: 'total', reason: 'must be given at most once' }])

@@ -77,7 +77,7 @@ export function attachRelated (context: EnvelopeContext, model: View, items: Fie
 export function listBody (context: EnvelopeContext, model: View, base: string, request: ListRequest, page: Page, items: Fields[], extraLinks: Link[], count: number | undefined) {
   const { pageSize } = request
   const total = page.total
-  const meta: Record<string, number> = { pageSize }
+  const meta: Record<string, number | boolean> = { pageSize }
   const data: Record<string, unknown> = { [model.name]: items, pageSize }
   // Client-driven paging 5: the offsets used are echoed, supplied or defaulted.
   if (request.offset !== undefined) {
@@ -85,6 +85,8 @@ export function listBody (context: EnvelopeContext, model: View, base: string, r
     meta.pageOffset = data.pageOffset = request.pageOffset as number
   }
   if (total !== undefined) meta.total = total
+  // total=estimated answered with the database's estimate (docs/export.md).
+  if (page.totalEstimated === true) meta.totalEstimated = true
   const links = [...pageLinks(context, base, request, page, count), ...extraLinks]
   const body: Record<string, unknown> = { meta, data, links: formatLinks(context, links) }
   if (context.totalAtRoot && total !== undefined) body.total = total

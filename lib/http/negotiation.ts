@@ -9,10 +9,14 @@ import { NotAcceptableError } from '../errors.js'
 import type { ResponseFormats } from '../formats/index.js'
 import { kFormat } from '../symbols.js'
 
-export type Format = 'json' | 'xml'
+/** How a response is written: JSON, XML, or a LIST's export (NDJSON, CSV: operations/export.ts). */
+export type Format = 'json' | 'xml' | 'ndjson' | 'csv'
 
-/** Route `config` of a route that answers another media type (the HTML problem pages, docs). */
-export interface ProducesConfig { readonly produces?: readonly string[] }
+/**
+ * Route `config` of a route that answers another media type (the HTML problem pages, docs);
+ * `exports`: a LIST, which also answers its exports' types.
+ */
+export interface ProducesConfig { readonly produces?: readonly string[], readonly exports?: boolean }
 
 declare module 'fastify' {
   interface FastifyContextConfig extends ProducesConfig {}
@@ -20,6 +24,8 @@ declare module 'fastify' {
 
 /** What resource routes produce; the order breaks ties (`*∕*` → JSON, and with JSON refused, XML). */
 export const produced: readonly string[] = ['application/json', 'application/xml']
+/** What a LIST produces: after JSON and XML, so that a wildcard still gets JSON. */
+export const listProduced: readonly string[] = [...produced, 'application/x-ndjson', 'text/csv']
 /**
  * The problem types, which only errors take: an Accept naming nothing else is satisfied by no
  * success response, so it is 406 (RFC 9110 §12.5.1), answered in the problem
@@ -40,18 +46,19 @@ function preferredType (accept: string, types: readonly string[]): string | unde
   return chosen === undefined ? undefined : types[offers.indexOf(chosen)]
 }
 
-const formatOf = (type: string): Format => type.endsWith('xml') ? 'xml' : 'json'
+const formats: Readonly<Record<string, Format>> = { 'application/x-ndjson': 'ndjson', 'text/csv': 'csv' }
+const formatOf = (type: string): Format => formats[type] ?? (type.endsWith('xml') ? 'xml' : 'json')
 
 /**
  * The format Accept asks for, or undefined when it accepts neither (406).
  * @example
  * negotiateFormat('application/xml;q=0.9, application/json;q=0.8') // 'xml'
  */
-export function negotiateFormat (accept: string | undefined): Format | undefined {
+export function negotiateFormat (accept: string | undefined, types: readonly string[] = produced): Format | undefined {
   // Fast path for what nearly every client sends.
   if (accept === undefined || accept === '*/*' || accept === 'application/json') return 'json'
   if (accept === 'application/xml') return 'xml'
-  const type = preferredType(accept, produced)
+  const type = preferredType(accept, types)
   return type === undefined ? undefined : formatOf(type)
 }
 
@@ -76,21 +83,24 @@ export function markFormat (request: FastifyRequest, format: Format) {
   (request as unknown as Negotiated)[kFormat] = format
 }
 
-/** The format the response is written in: XML when the Accept check chose it, else JSON. */
+/** The format the response is written in: the one the Accept check chose, else JSON. */
 export function requestFormat (request: FastifyRequest): Format {
-  return (request as unknown as Negotiated)[kFormat] === 'xml' ? 'xml' : 'json'
+  return (request as unknown as Negotiated)[kFormat] ?? 'json'
 }
 
 export function createAcceptCheck (formats: ResponseFormats) {
   /** The request edge's last step (security/edge.ts): 406 when nothing we produce is acceptable. */
   return function checkAccept (request: FastifyRequest, reply: FastifyReply) {
     const accept = request.headers.accept
-    const available = (request.routeOptions.config as ProducesConfig).produces
+    const config = request.routeOptions.config as ProducesConfig
+    const available = config.produces
     // Vary: Accept is among the fixed headers the request edge has set (security/headers.ts).
     if (available === undefined) {
-      const format = negotiateFormat(accept)
-      if (format === undefined) throw new NotAcceptableError(produced.join(', '))
+      const types = config.exports === true ? listProduced : produced
+      const format = negotiateFormat(accept, types)
+      if (format === undefined) throw new NotAcceptableError(types.join(', '))
       if (format === 'xml') formats.useXml(request, reply)
+      else if (format !== 'json') markFormat(request, format)
       return
     }
     // Fast path for what nearly every client sends.

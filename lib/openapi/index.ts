@@ -63,7 +63,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
     refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
     transform: documentRoute,
-    transformObject: document => shareComponents(documentLimitFields(documentExamples(documentRules(documentXml(documentLinks(document, models, options.links), models), models, rulesOf), models, rulesOf), schemaOptions))
+    transformObject: document => shareComponents(documentLimitFields(documentExamples(documentRules(documentExports(documentXml(documentLinks(document, models, options.links), models)), models, rulesOf), models, rulesOf), schemaOptions))
   })
 
   // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.
@@ -323,6 +323,35 @@ function documentXml (openapi: OpenApiObject, models: readonly ResourceModel[]) 
         const xml = response.content?.['application/xml']
         // A copy: the JSON media type may share the object.
         if (xml !== undefined && xml.schema.$ref === undefined) (response.content as Record<string, MediaType>)['application/xml'] = { ...xml, schema: describeXml(xml.schema, refs, { name: 'response' }) }
+      }
+    }
+  }
+  return openapi
+}
+
+/** What a LIST's export sends (operations/export.ts, docs/export.md), in place of the envelope the route's schema names for every type: one shared schema each. */
+const exportBodies: Readonly<Record<string, readonly [string, JsonSchema]>> = {
+  'application/x-ndjson': ['NdjsonExport', {
+    type: 'string',
+    description: 'Every matching record (filter, sort, fields and rules apply; paging parameters ignored; not with expand or include), streamed, one JSON object per line as the list shows it.'
+  }],
+  'text/csv': ['CsvExport', {
+    type: 'string',
+    description: 'Every matching record as RFC 4180 CSV with a header row of the field names, streamed: objects and arrays as JSON text, a text beginning with =, +, -, @, tab or CR prefixed with \'.'
+  }]
+}
+
+/** The exports' media types of each LIST answer, with their own schemas. */
+function documentExports (openapi: OpenApiObject) {
+  for (const [name, schema] of Object.values(exportBodies)) openapi.components.schemas[name] = schema
+  for (const item of Object.values(openapi.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const response of Object.values(operation.responses)) {
+        const content = response.content
+        if (content === undefined) continue
+        for (const type in exportBodies) {
+          if (content[type] !== undefined) content[type] = { schema: { $ref: `#/components/schemas/${exportBodies[type][0]}` } }
+        }
       }
     }
   }

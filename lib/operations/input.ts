@@ -1,5 +1,6 @@
 // What an operation takes and what it answers, as plain values: an HTTP route (routes/adapter.ts),
 // a batch entry (routes/batch.ts) or any other way in fills an OperationInput and reads an Outcome.
+import type { Readable } from 'node:stream'
 import type { Fields, Store } from '../stores/store.js'
 import type { Preconditions } from '../http/conditional.js'
 import type { Format } from '../http/negotiation.js'
@@ -42,6 +43,8 @@ export interface Outcome {
   readonly body: Readonly<Record<string, unknown>> | null
   /** CREATE: the id of the record it made (also at the end of `location`). */
   readonly created?: string
+  /** An export (operations/export.ts): the body as a stream of text, in place of `body`. */
+  readonly stream?: Readable
 }
 
 /** One operation of one resource. */

@@ -12,7 +12,8 @@ import { countPastEnd } from '../paging/index.js'
 import { evaluatePreconditions, formatETag, hasPreconditions, heldETag, unversioned, variantTag } from '../http/conditional.js'
 import type { Preconditions } from '../http/conditional.js'
 import { NotFoundError } from '../errors.js'
-import type { Store } from '../stores/store.js'
+import type { ListQuery, Store } from '../stores/store.js'
+import { exportOutcome, isExport, withoutPaging } from './export.js'
 import { readRecordOnce } from '../record-once.js'
 import type { OperationContext } from './context.js'
 import type { OperationInput, Outcome, Perform } from './input.js'
@@ -60,8 +61,10 @@ export function readOperations (model: ResourceModel, context: OperationContext)
 
   async function list (input: OperationInput): Promise<Outcome> {
     const view = viewOf(input.principal)
-    const parsed = listRequestFor(view, input.query, context.query, base)
+    const { format } = input
+    const parsed = listRequestFor(view, isExport(format) ? withoutPaging(input.query) : input.query, context.query, base)
     if (collectionNotModified(input.preconditions)) return notModified
+    if (isExport(format)) return await exportOutcome(store, view, parsed, parsed.query, format)
     return await listPage(context, store, view, base, parsed, null)
   }
 
@@ -77,9 +80,11 @@ export function nestedList (parent: ResourceModel, relation: RelationModel, cont
     if (await store.get(views(parent), id) === null) throw new NotFoundError(`${parent.singular} ${id}`)
     const child = views(relation.target)
     const base = `${itemPath(context.envelope, parent, id)}/${relation.name}`
-    const parsed = listRequestFor(child, input.query, context.query, base)
+    const { format } = input
+    const parsed = listRequestFor(child, isExport(format) ? withoutPaging(input.query) : input.query, context.query, base)
     if (collectionNotModified(input.preconditions)) return notModified
     const scope: FilterNode = { kind: 'compare', op: 'eq', left: { kind: 'field', path: [relation.field] }, right: { kind: 'literal', type: 'string', value: id } }
+    if (isExport(format)) return await exportOutcome(store, child, parsed, scoped(parsed.query, scope), format)
     return await listPage(context, store, child, base, parsed, scope)
   }
 }
@@ -92,10 +97,13 @@ export function nestedList (parent: ResourceModel, relation: RelationModel, cont
  */
 const collectionNotModified = (preconditions: Preconditions) => evaluatePreconditions(preconditions, unversioned, true) === 'not-modified'
 
+/** A nested collection's query: its filter within the parent's records. */
+function scoped (query: ListQuery, scope: FilterNode | null): ListQuery {
+  return scope === null ? query : { ...query, filter: query.filter === null ? scope : { kind: 'and', left: scope, right: query.filter } as const }
+}
+
 async function listPage (context: OperationContext, store: Store, model: View, base: string, parsed: ListRequest, scope: FilterNode | null): Promise<Outcome> {
-  const query = scope === null
-    ? parsed.query
-    : { ...parsed.query, filter: parsed.query.filter === null ? scope : { kind: 'and', left: scope, right: parsed.query.filter } as const }
+  const query = scoped(parsed.query, scope)
   const page = await store.list(model, query)
   const projected = page.items.map(record => project(record.data, parsed.fields))
   const { items, links } = parsed.expand.length + parsed.include.length === 0

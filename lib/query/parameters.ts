@@ -181,15 +181,24 @@ const sort: Entry<SortKey[]> = name => ({
   }
 })
 
-const total: Entry<boolean> = name => ({
+/** `true`, `false`, or `estimated`: the database's estimate for 10,000 matches or more (docs/export.md). */
+export type TotalRequest = boolean | 'estimated'
+
+const total: Entry<TotalRequest> = name => ({
   name,
   item: false,
   list: false,
-  schema: () => ({ type: 'boolean', default: false, description: 'Also return the number of matches across all pages, in meta.total.' }),
+  schema: () => ({
+    type: 'string',
+    enum: ['true', 'false', 'estimated'],
+    default: 'false',
+    description: 'Also return the number of matches across all pages, in meta.total. estimated: on PostgreSQL the planner\'s estimate when it is 10,000 or more, flagged with meta.totalEstimated; below that, and on other stores, the exact count.'
+  }),
   parse (_model, value, problems) {
     if (value === undefined || value === 'false') return false
     if (value === 'true') return true
-    problems.push({ name, reason: "must be 'true' or 'false'" })
+    if (value === 'estimated') return 'estimated'
+    problems.push({ name, reason: "must be 'true', 'false' or 'estimated'" })
     return false
   }
 })
@@ -402,7 +411,7 @@ const definitions = {
     read: total,
     part: 'count',
     odata: { name: '$count' },
-    link: ({ name, value }) => [[name, value ? 'true' : undefined]]
+    link: ({ name, value }) => [[name, value === false ? undefined : String(value)]]
   }),
   expand: define({
     read: relations(() => 'Related resources to embed in each item, comma-separated (a name given twice counts once).'),

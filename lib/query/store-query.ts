@@ -19,6 +19,9 @@ export interface ListQuery {
   readonly sort: readonly SortKey[]
   readonly window: PageWindow
   readonly limit: number
-  /** Also count every match (spec "Total"). */
-  readonly total: boolean
+  /**
+   * Also count every match (spec "Total"); `estimated`: a store may answer with its estimate
+   * when that is 10,000 or more, and says so (Page.totalEstimated).
+   */
+  readonly total: boolean | 'estimated'
 }

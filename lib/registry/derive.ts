@@ -214,7 +214,7 @@ export function listEnvelopeSchema (model: ResourceModel, resourceRef: string, o
   const properties: Record<string, unknown> = {
     meta: {
       type: 'object',
-      properties: { ...pagingNumbers, total: { type: 'integer', minimum: 0 } },
+      properties: { ...pagingNumbers, total: { type: 'integer', minimum: 0 }, totalEstimated: { type: 'boolean', const: true, description: 'total=estimated: total is the database\'s estimate (10,000 or more), not a count.' } },
       required: ['pageSize']
     },
     data: {

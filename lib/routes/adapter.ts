@@ -47,6 +47,7 @@ class RequestInput implements OperationInput {
 function reply (reply: FastifyReply, outcome: Outcome) {
   reply.code(outcome.status)
   for (const name in outcome.headers) reply.header(name, outcome.headers[name])
+  if (outcome.stream !== undefined) return outcome.stream
   return outcome.body === null ? sendEmpty(reply) : outcome.body
 }
 

@@ -8,7 +8,7 @@ import type { JsonSchema } from '../registry/derive.js'
 import { hasHooks } from '../rules/compile.js'
 import type { ResolvedOptions } from '../options.js'
 import type { ResolvedRateLimit } from '../security/rate-limit.js'
-import { produced } from '../http/negotiation.js'
+import { listProduced, produced } from '../http/negotiation.js'
 import { listParameterNames, parameterSchemas } from '../query/parameters.js'
 import { queryCapabilitiesSchema } from '../query/capabilities.js'
 import { bodyTypes } from '../http/body-types.js'
@@ -63,6 +63,8 @@ const pascal = (name: string) => name.split(/[-_]/).map(part => part.charAt(0).t
 
 // The formats resource routes answer in, by Accept (http/negotiation.ts).
 const successTypes = [...produced]
+// A LIST's, its exports' too (operations/export.ts); openapi/ gives those their own schemas.
+const listTypes = [...listProduced]
 
 /** A simple filter's value: the field's type; `null` matches absent values of non-string fields. */
 function filterValue (field: FieldModel): JsonSchema {
@@ -177,7 +179,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
       `LIST: a page of ${model.name}, filtered, sorted and paged by the query language. An empty result is 200 with an empty array. ${simpleFilterProse}`),
     querystring: listQuerystring(model),
     headers: requestHeaders('list', options),
-    produces: successTypes,
+    produces: listTypes,
     response: {
       200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}`, headers: requestId }
     },
@@ -199,7 +201,7 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
     params: idParams(parent),
     querystring: listQuerystring(child),
     headers: requestHeaders('list', options),
-    produces: successTypes,
+    produces: listTypes,
     response: {
       200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}`, headers: requestId }
     },

@@ -7,7 +7,7 @@ import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyReques
 import FindMyWay from 'find-my-way'
 import type { RelationModel, ResourceModel } from '../registry/model.js'
 import type { AuthorizedOperation } from '../security/auth.js'
-import { produced } from '../http/negotiation.js'
+import { listProduced, produced } from '../http/negotiation.js'
 import { bodyTypes } from '../http/body-types.js'
 import { NotFoundError } from '../errors.js'
 import type { OperationContext } from '../operations/context.js'
@@ -111,9 +111,11 @@ export function buildRouteTable (models: readonly ResourceModel[], context: Oper
           views: context.views,
           item: row.item,
           bodyTypes: row.bodyTypes,
-          responseTypes: produced,
+          responseTypes: row.operation === 'list' ? listProduced : produced,
           schema,
-          handler
+          handler,
+          // A LIST also answers as an export, streamed (operations/export.ts, http/compression.ts).
+          ...(row.operation === 'list' ? { config: { exports: true, streams: true } } : {})
         })
       }
     }

@@ -25,6 +25,8 @@ export interface Page {
   readonly hasMore: boolean
   /** Set when the query asked for it. */
   readonly total?: number
+  /** `total` is the database's estimate, not a count (ListQuery.total `estimated`). */
+  readonly totalEstimated?: boolean
 }
 
 export interface ReadOptions {
@@ -118,6 +120,14 @@ export type KeyClaim =
 export interface Store extends Partial<JobStore> {
   list (view: View, query: ListQuery): Promise<Page>
   get (view: View, id: string, options?: ReadOptions): Promise<StoredRecord | null>
+  /**
+   * Optional, for exports (docs/export.md): every record `list` would page through for this query
+   * (its filter, its sort and the view's rows; `window`, `limit` and `total` are ignored), in
+   * order, read as the consumer asks for them, so that memory stays flat. A consumer that stops
+   * early (`return()`) ends the read: the SQL store closes its cursor and rolls back. Without it
+   * the plugin pages through `list`.
+   */
+  exportList? (view: View, query: ListQuery): AsyncIterable<StoredRecord>
   /** Records with the given values in `field` (batched lookups for expand/include), in no set order. */
   getMany (view: View, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]>
   /** `fields` includes the id; the caller assigns it. */

@@ -61,7 +61,7 @@ const readers = (model: ResourceModel, name: string): Reader[] => [
 ]
 
 // The keywords the checks below know; a new one in the table must come with its check.
-const checked = new Set(['type', 'minimum', 'maximum', 'default', 'description', 'items', 'minItems', 'uniqueItems', 'not'])
+const checked = new Set(['type', 'minimum', 'maximum', 'default', 'description', 'items', 'minItems', 'uniqueItems', 'not', 'enum'])
 
 for (const model of models) {
   t.test(`${model.name}: each documented bound, enum and default is what the parser enforces`, async t => {
@@ -104,6 +104,10 @@ for (const model of models) {
             refuses(`${values[0]},${values[0]}`, 'a field twice')
             refuses(`${values[0]},-${values[0]}`, 'a field twice, in both directions')
           } else t.same(meaning(read({ [name]: `${values[0]},${values[0]}` })), meaning(read({ [name]: values[0] })), `${operation} ${name}: a repeated item counts once`)
+        } else if (schema.type === 'string' && Array.isArray(schema.enum)) {
+          // total: true, false or estimated.
+          for (const value of schema.enum as string[]) accepts(value, 'in the enum')
+          refuses('nope', 'not in the enum')
         } else {
           t.same(schema, { type: 'string', description: schema.description }, `${name}: a string without bounds`)
         }

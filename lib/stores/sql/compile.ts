@@ -21,6 +21,8 @@ export interface CompiledList {
   readonly page: Sql
   /** Present when the query asks for the total. */
   readonly count?: Sql
+  /** Present when the query asks for an estimated total: the planner's plan of the matching rows (EXPLAIN, JSON). */
+  readonly estimate?: Sql
   /** A `before` window is read backwards from its anchor; the rows come back reversed. */
   readonly reversed: boolean
 }
@@ -40,22 +42,16 @@ const NEAR = 'near'
 
 /** `view`: the view read, of the table's model (whose visible records alone are listed). */
 export function compileList (table: Table, query: ListQuery, context: CompileContext, view: View = table.model): CompiledList {
-  const where: Sql[] = []
-  if (query.filter !== null) where.push(compileFilter(table, query.filter, context, view))
-  if (view.visible !== undefined) where.push(compileFilter(table, view.visible, context))
+  const where = conditionsOf(table, query, context, view)
   const from = sql`${table.ref} AS ${ident(MAIN)}`
   const count = query.total ? sql`SELECT count(*) FROM ${from}${whereClause(where)}` : undefined
+  // The plan of the rows themselves: the count's own top node is its aggregate, of one row.
+  const estimate = query.total === 'estimated' ? sql`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${from}${whereClause(where)}` : undefined
   const { window } = query
   const reversed = window.kind === 'before'
   // A `before` page is the `after` page of the reversed order (NULL stays lowest, so it flips side).
   const sort = reversed ? query.sort.map(key => ({ field: key.field, direction: key.direction === 'asc' ? 'desc' : 'asc' } as const)) : query.sort
-  // NULL sorts lowest (spec "Sorting" 3). On a column that holds no NULL the clause is left out:
-  // PostgreSQL would not match NULLS FIRST against a plain index, and would sort the whole table.
-  const order = join(sort.map(key => {
-    const col = column(table, key.field)
-    const nulls = col.canBeNull ? (key.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : ''
-    return sql`${columnRef(MAIN, col)} ${raw(DIRECTIONS[key.direction] + nulls)}`
-  }), ', ')
+  const order = orderOf(table, sort)
   // One row more than asked tells whether more lie beyond the page.
   const limit = sql` ORDER BY ${order} LIMIT ${query.limit + 1}`
   const select = (conditions: readonly Sql[], list: Sql) => sql`SELECT ${list} FROM ${from}${whereClause(conditions)}${limit}`
@@ -79,7 +75,31 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
       page = sql`WITH ${ident(NEAR)} AS MATERIALIZED (${select([...where, near], rows)}) SELECT ${table.selectList} FROM (SELECT * FROM ${ident(NEAR)} UNION ALL (${select([...where, far, gate], rows)})) AS ${ident(MAIN)}${limit}`
     }
   }
-  return { page, count, reversed }
+  return { page, count, estimate, reversed }
+}
+
+/** Every row of the query, in its order, without a window: what an export's cursor reads (docs/export.md). */
+export function compileExport (table: Table, query: ListQuery, context: CompileContext, view: View = table.model): Sql {
+  const where = conditionsOf(table, query, context, view)
+  return sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)}${whereClause(where)} ORDER BY ${orderOf(table, query.sort)}`
+}
+
+/** What a row must meet: the query's filter and the view's row rules. */
+function conditionsOf (table: Table, query: ListQuery, context: CompileContext, view: View): Sql[] {
+  const where: Sql[] = []
+  if (query.filter !== null) where.push(compileFilter(table, query.filter, context, view))
+  if (view.visible !== undefined) where.push(compileFilter(table, view.visible, context))
+  return where
+}
+
+function orderOf (table: Table, sort: readonly SortKey[]): Sql {
+  // NULL sorts lowest (spec "Sorting" 3). On a column that holds no NULL the clause is left out:
+  // PostgreSQL would not match NULLS FIRST against a plain index, and would sort the whole table.
+  return join(sort.map(key => {
+    const col = column(table, key.field)
+    const nulls = col.canBeNull ? (key.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : ''
+    return sql`${columnRef(MAIN, col)} ${raw(DIRECTIONS[key.direction] + nulls)}`
+  }), ', ')
 }
 
 function whereClause (conditions: readonly Sql[]): Sql {

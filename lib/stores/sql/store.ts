@@ -13,7 +13,8 @@ import type { ChangeQuery, ChangeRead, Fields, KeptResponse, KeyClaim, ListQuery
 import type { Job, NewJob } from '../jobs.js'
 import { JOBS_TABLE, jobOf, jobStatements, migrateJobs } from './jobs.js'
 import { changeStatements, decodeChanges, migrateChanges } from './changes.js'
-import { compileFilter, compileList } from './compile.js'
+import { compileExport, compileFilter, compileList } from './compile.js'
+import { handedOver } from './hand-over.js'
 import type { CompileContext, CompiledList } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
 import { CHANGES_TABLE } from './changes.js'
@@ -63,6 +64,18 @@ export function isUnavailable (error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|53|57)/.test(code) || code === '40001' || code === '40P01'
   return (typeof code === 'string' && unreachableCodes.has(code)) || (typeof message === 'string' && unreachableMessage.test(message))
+}
+
+/** `total=estimated`: from this many rows the planner's estimate stands for the count (docs/export.md). */
+const ESTIMATED_FROM = 10_000
+/** Rows an export's cursor fetches at a time: a round trip per batch, the batch's memory at most. */
+const EXPORT_BATCH = 500
+const EXPORT_CURSOR = 'api_export'
+
+/** The top plan's row estimate from `EXPLAIN (FORMAT JSON)`: node-postgres parses the JSON, PGlite too; text is read. */
+function planRows (explained: unknown): number {
+  const plans = (typeof explained === 'string' ? JSON.parse(explained) : explained) as Array<{ Plan: { 'Plan Rows': number } }>
+  return Math.round(plans[0].Plan['Plan Rows'])
 }
 
 /** Attempts of a transaction that meets serialization failures or deadlocks. */
@@ -305,11 +318,44 @@ export class SqlStore implements Store {
     if (compiled.count !== undefined) {
       const { window } = query
       // On the last offset page the count is known without asking (unless the offset overshot).
-      total = window.kind === 'offset' && !hasMore && (items.length > 0 || window.offset === 0)
-        ? window.offset + items.length
-        : Number((await this.#run(compiled.count, 'list', model, undefined, on))[0][0])
+      if (window.kind === 'offset' && !hasMore && (items.length > 0 || window.offset === 0)) return { items, hasMore, total: window.offset + items.length }
+      if (compiled.estimate !== undefined) {
+        const estimate = planRows((await this.#run(compiled.estimate, 'list', model, undefined, on))[0][0])
+        if (estimate >= ESTIMATED_FROM) return { items, hasMore, total: estimate, totalEstimated: true }
+      }
+      total = Number((await this.#run(compiled.count, 'list', model, undefined, on))[0][0])
     }
     return { items, hasMore, total }
+  }
+
+  /**
+   * An export (docs/export.md): the rows through a cursor, FETCHed a batch at a time as the
+   * consumer reads, inside one transaction (`DECLARE` lives as long as its transaction, so this
+   * works through a transaction pooler too). A consumer that stops makes the transaction throw:
+   * it rolls back, which closes the cursor. Runs where the store writes: a replica's pool is not
+   * held for the length of a download.
+   */
+  async * exportList (view: View, query: ListQuery): AsyncGenerator<StoredRecord> {
+    const { model } = view
+    const table = await this.#prepare(model)
+    const rows = compileExport(table, query, this.#context, view)
+    const fetch = raw(`FETCH ${EXPORT_BATCH} FROM ${EXPORT_CURSOR}`)
+    const batches = handedOver<StoredRecord>(async hand => {
+      await this.#db.transaction(async on => {
+        await run(on, sql`DECLARE ${raw(EXPORT_CURSOR)} NO SCROLL CURSOR FOR ${rows}`)
+        for (;;) {
+          const batch = await run(on, fetch)
+          if (batch.length > 0) await hand(batch.map(row => table.decode(row)))
+          if (batch.length < EXPORT_BATCH) break
+        }
+        await run(on, raw(`CLOSE ${EXPORT_CURSOR}`))
+      })
+    })
+    try {
+      yield * batches
+    } catch (error) {
+      throw this.#translate(error, 'list', model)
+    }
   }
 
   // RETRIEVE's read, the most frequent call: once the table is ready, one query and one promise
