@@ -42,6 +42,8 @@ export interface Outcome {
   readonly body: Readonly<Record<string, unknown>> | null
   /** CREATE: the id of the record it made (also at the end of `location`). */
   readonly created?: string
+  /** The body is not the route's documented shape (`apply=`'s groups): written as it is. */
+  readonly freeForm?: boolean
 }
 
 /** One operation of one resource. */
