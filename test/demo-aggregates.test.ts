@@ -30,9 +30,9 @@ for (const where of places('demo-aggregates')) {
       await made('/v1/books', { title: 'The Cyberiad', year: 1965, authorId: lem.id }),
       await made('/v1/books', { title: 'Go Ask Alice', authorId: nowhere.id })
     ]
-    const get = async (path: string, caller = 'reader'): Promise<{ status: number, body: Json }> => {
+    const get = async (path: string, caller = 'reader'): Promise<{ status: number, body: Json, type: string | null }> => {
       const res = await api(caller, 'GET', path)
-      return { status: res.status, body: res.body }
+      return { status: res.status, body: res.body, type: res.headers.get('content-type') }
     }
     /** Each problem as `name: reason`. */
     const refusal = (body: Json) => body.invalidParams.map((problem: Json) => `${problem.name}: ${problem.reason}`)
@@ -45,6 +45,7 @@ for (const where of places('demo-aggregates')) {
     t.test('the contract\'s example: one object per group, the grouping fields and the aliases, in the list envelope', async t => {
       const res = await get(`/v1/books?apply=${q('groupby((authorId),aggregate($count as n,rating with average as avgRating))')}`)
       t.equal(res.status, 200)
+      t.match(res.type, /^application\/json/)
       const expected: Record<string, Json> = {
         [frame.id]: { authorId: frame.id, n: 3, avgRating: frameAverage },
         [lem.id]: { authorId: lem.id, n: 2, avgRating: 4.2 },
