@@ -83,7 +83,7 @@ const freeForm = new WeakSet<FastifyReply>()
  */
 export function sendFreeForm (reply: FastifyReply): void {
   freeForm.add(reply)
-  if (requestFormat(reply.request) === 'json') reply.serializer(JSON.stringify)
+  if (requestFormat(reply.request) === 'json') reply.type('application/json; charset=utf-8').serializer(JSON.stringify)
 }
 
 /** XML responses, when Accept asks for them. */

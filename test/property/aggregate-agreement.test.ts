@@ -115,5 +115,5 @@ await t.test('random group-bys of random books agree with the memory store', asy
     const actual = await (store.aggregate as NonNullable<Store['aggregate']>)(sqlView, queryOf(sqlView))
     const expected = await (memory.aggregate as NonNullable<Store['aggregate']>)(memView, queryOf(memView))
     t.strictSame(actual, expected, `${text} ${JSON.stringify({ ...options, groupBy: undefined, aggregates: undefined, filter: undefined })}`)
-  }), { numRuns: 40, seed })
+  }), { numRuns: 100, seed })
 })
