@@ -265,13 +265,9 @@ const filter: Entry<FilterReading> = name => ({
   parse: (model, value, problems, query = {}) => readFilter(model, value, name, query, listParameterNames, problems)
 })
 
-const applyGrammar = [
-  'OData 4.0 Data Aggregation $apply: transformations chained with /, any filter(…) first (the filter language above), then',
-  'aggregate(…) or groupby((field,…)[,aggregate(…)]). Aggregates: $count as alias, field with sum|average|min|max|countdistinct as alias.',
-  "A 'one' relation's field groups as a path: groupby((author/country)). data holds one object per group (grouping values and aliases)",
-  'instead of records; sort names grouping fields and aliases; pageSize and offset page over the groups; total counts them.',
-  'Not with fields, expand, include or token. Example: groupby((authorId),aggregate($count as n,rating with average as avgRating)).'
-].join(' ')
+// Short: it is repeated on every LIST of the document (docs/aggregates.md has the rest).
+const applyGrammar = 'OData $apply: filter(…) steps, then aggregate(…) or groupby((field,relation/field),aggregate(…)); aggregates: ' +
+  '$count as a, field with sum|average|min|max|countdistinct as a. One object per group instead of records. Not with fields, expand, include, token.'
 
 /** `apply=` as sent, and what it asks (null when it is malformed: a problem says why). */
 export interface ApplyReading { readonly text: string, readonly aggregation: Aggregation | null }

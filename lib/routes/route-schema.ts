@@ -147,7 +147,7 @@ function linkRels (model: ResourceModel): string {
   return related === '' ? '' : ` With include, one link per related resource, rel ${related}.`
 }
 
-const groups = (model: ResourceModel) => ` With apply, data.${model.name} holds one object per group instead (its grouping values and aliases), paged by offset.`
+const groups = (model: ResourceModel) => ' With apply: one object per group.'
 const pageLinks = 'links: self and first always; next while more items follow; prev after the first page; last in token paging always (a backward read from the end), in offset paging when the count is known (total=true, or the last page).'
 
 function tagged (model: ResourceModel, options: SchemaOptions, operationId: string, summary: string, description: string) {
