@@ -18,7 +18,7 @@ interface TimedRequest { [kStoreTime]: StoreClock | null }
 
 // The calls of the Store contract a request waits for. A transaction's own calls run inside
 // `transaction`, whose time they are part of: the connection is held for the whole of it.
-const timedCalls = ['list', 'get', 'getMany', 'create', 'update', 'remove', 'transaction', 'claimKey', 'keepResponse'] as const
+const timedCalls = ['list', 'aggregate', 'get', 'getMany', 'create', 'update', 'remove', 'transaction', 'claimKey', 'keepResponse'] as const
 // The others: the purge of expired keys, which no request awaits, start-up, metrics, shutdown, and
 // an export's read, which goes on after the answer's headers (and Server-Timing) have left.
 const untimedCalls = ['purgeKeys', 'prepare', 'poolStats', 'close', 'exportList'] as const
@@ -62,7 +62,9 @@ function timedStore (store: Store): Store {
   // Not a call: the plugin reads it from the wrapper to decide on the request scope (request-scope.ts).
   wrapper.routesReadsByCaller = store.routesReadsByCaller
   for (const name of timedCalls) {
-    const call = store[name] as (...args: unknown[]) => Promise<unknown>
+    const call = store[name] as ((...args: unknown[]) => Promise<unknown>) | undefined
+    // An optional call the store lacks stays absent.
+    if (call === undefined) continue
     wrapper[name] = (...args: unknown[]) => {
       const request = currentRequest() as unknown as TimedRequest | undefined
       // Outside a request (start-up, the purge of expired keys): nothing to time.

@@ -202,12 +202,17 @@ t.test('page links use the conventions\' names; following them, or a token with 
 
 t.test('$search and $apply answer what search and apply answer, naming the name sent; other $ names are unknown', async t => {
   const { app } = await seeded(t)
-  for (const [odata, name] of [['$search', 'search'], ['$apply', 'apply'], ['$format', 'format'], ['$Filter', 'Filter']]) {
+  for (const [odata, name] of [['$search', 'search'], ['$format', 'format'], ['$Filter', 'Filter']]) {
     const expected = await answer(app, `/v1/books?${query([name, 'x'])}`)
     t.equal(expected.status, 400, name)
     t.same(expected.body.invalidParams, [{ name, reason: 'unknown query parameter or field' }])
     t.same(await answer(app, `/v1/books?${query([odata, 'x'])}`), { ...expected, body: renamed(expected.body, { [name]: odata }) }, odata)
   }
+  const apply = await answer(app, `/v1/books?${query(['apply', 'x'])}`)
+  t.same(apply.body.invalidParams, [{ name: 'apply', reason: "unknown transformation 'x': aggregate, groupby or filter at position 0" }])
+  t.same(await answer(app, `/v1/books?${query(['$apply', 'x'])}`), { ...apply, body: renamed(apply.body, { apply: '$apply' }) }, '$apply')
+  const grouped = await answer(app, `/v1/books?${query(['$apply', 'aggregate($count as n)'])}`)
+  t.same(grouped.body, await answer(app, `/v1/books?${query(['apply', 'aggregate($count as n)'])}`).then(res => res.body), '$apply groups as apply does')
 })
 
 t.test('the OpenAPI document lists the OData names beside the parameters they stand for', async t => {
@@ -215,7 +220,7 @@ t.test('the OpenAPI document lists the OData names beside the parameters they st
   // Parameters shared by reference (components), read in place.
   const document = inlined((await app.inject({ url: '/v1/openapi.json' })).json())
   const names = (path: string) => (document.paths[path].get.parameters as Json[]).filter(parameter => parameter.in === 'query').map(parameter => parameter.name as string)
-  t.same(names('/books').filter(name => name.startsWith('$')), ['$select', '$filter', '$orderby', '$skip', '$top', '$count', '$expand'])
+  t.same(names('/books').filter(name => name.startsWith('$')), ['$select', '$filter', '$apply', '$orderby', '$skip', '$top', '$count', '$expand'])
   t.same(names('/books/{id}').filter(name => name.startsWith('$')), ['$select', '$expand'])
   const top = (document.paths['/books'].get.parameters as Json[]).find(parameter => parameter.name === '$top') as Json
   t.match(top, { description: /^OData's name of pageSize, not to be sent with it\./, schema: { type: 'integer', minimum: 0, maximum: 100 } })

@@ -65,6 +65,12 @@ t.test('each caller gets through MCP the data HTTP gives it for the same request
     const gotHttp = await api(caller, 'GET', `/v1/reviews/${reviews.hidden.id as string}`)
     t.same({ isError: got.isError, status: got.facts.status, body: got.body }, { isError: gotHttp.status >= 400, status: gotHttp.status, body: gotHttp.body }, `${caller}: get the private review`)
     if (!got.isError) t.equal(got.facts.etag, gotHttp.headers.get('etag'), `${caller}: the ETag comes with it`)
+
+    const apply = 'groupby((bookId),aggregate($count as n,rating with average as avg))'
+    const grouped = await mcp.call('aggregate', { resource: 'reviews', apply, filter: 'rating ge 1' })
+    const groupedHttp = await api(caller, 'GET', `/v1/reviews?apply=${encodeURIComponent(apply)}&filter=${encodeURIComponent('rating ge 1')}`)
+    t.same({ isError: grouped.isError, status: grouped.facts.status, body: grouped.body }, { isError: false, status: 200, body: groupedHttp.body }, `${caller}: aggregate reviews`)
+    t.equal(grouped.body.data.reviews.length, caller === 'alice' || caller === 'admin' ? 2 : 1, `${caller}: counts only the reviews it may see`)
   }
 })
 
@@ -179,14 +185,15 @@ t.test('without credentials the endpoint answers 401 with a Bearer challenge', a
 t.test('a read token sees no write tools; a write token sees them, with annotations', async t => {
   const { base } = await demo(t)
   const names = async (caller: string) => (await (await connect(t, base, caller)).client.listTools()).tools.map(tool => tool.name)
-  t.same(await names('reader'), ['describe', 'list', 'get'])
-  t.same(await names('alice'), ['describe', 'list', 'get', 'create', 'update', 'delete'])
+  t.same(await names('reader'), ['describe', 'list', 'get', 'aggregate'])
+  t.same(await names('alice'), ['describe', 'list', 'get', 'aggregate', 'create', 'update', 'delete'])
   const tools = (await (await connect(t, base, 'alice')).client.listTools()).tools
   const hints = Object.fromEntries(tools.map(tool => [tool.name, [tool.annotations?.readOnlyHint, tool.annotations?.destructiveHint, tool.annotations?.idempotentHint]]))
   t.same(hints, {
     describe: [true, false, true],
     list: [true, false, true],
     get: [true, false, true],
+    aggregate: [true, false, true],
     create: [false, false, false],
     update: [false, true, false],
     delete: [false, true, true]
@@ -292,8 +299,8 @@ t.test('the tools a caller sees name the resources auth.authorize allows it; a c
   t.match(init.result, { instructions: 'Books, and secrets for admins.', serverInfo: { name: 'HTTP JSON API', version: '1.0.0' }, capabilities: { tools: {} } }, 'the instructions, and the API\'s name')
   const enums = (listed: { result: { tools: Array<{ name: string, inputSchema: { properties: { resource: { enum: string[] } } } }> } }) => Object.fromEntries(listed.result.tools.map(tool => [tool.name, tool.inputSchema.properties.resource.enum]))
   const all = ['books', 'secrets']
-  t.same(enums(await rpc(app, guest, 'tools/list')), { describe: ['books'], list: ['books'], get: ['books'], create: ['books'], update: ['books'], delete: ['books'] })
-  t.same(enums(await rpc(app, { authorization: 'Bearer admin' }, 'tools/list')), { describe: all, list: all, get: all, create: all, update: all, delete: all })
+  t.same(enums(await rpc(app, guest, 'tools/list')), { describe: ['books'], list: ['books'], get: ['books'], aggregate: ['books'], create: ['books'], update: ['books'], delete: ['books'] })
+  t.same(enums(await rpc(app, { authorization: 'Bearer admin' }, 'tools/list')), { describe: all, list: all, get: all, aggregate: all, create: all, update: all, delete: all })
 
   const described = await rpc(app, guest, 'tools/call', { name: 'describe', arguments: { resource: 'secrets' } })
   t.match(described.result, { isError: true }, 'describe of a resource the caller may not read')
@@ -308,7 +315,7 @@ t.test('the tools a caller sees name the resources auth.authorize allows it; a c
 t.test('without authorization checks every tool names every resource', async t => {
   const app = await plainApp(t, { mcp: true })
   const listed = await rpc(app, {}, 'tools/list')
-  t.same(listed.result.tools.map((tool: { inputSchema: { properties: { resource: { enum: string[] } } } }) => tool.inputSchema.properties.resource.enum), Array(6).fill(['books', 'secrets']))
+  t.same(listed.result.tools.map((tool: { inputSchema: { properties: { resource: { enum: string[] } } } }) => tool.inputSchema.properties.resource.enum), Array(7).fill(['books', 'secrets']))
   const made = await rpc(app, {}, 'tools/call', { name: 'create', arguments: { resource: 'secrets', data: { title: 'Open' } } })
   t.match(JSON.parse(made.result.content[1].text), { status: 201, location: /^\/api\/secrets\// })
   const res = await app.inject({ method: 'POST', url: '/api/mcp', headers: { 'content-type': 'application/json' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })

@@ -15,7 +15,7 @@ export interface RecordingOptions {
 }
 
 // Calls passed to the store as they are: reads, keys, the change log's reads, the store's life.
-const passedCalls = ['list', 'exportList', 'get', 'getMany', 'claimKey', 'keepResponse', 'purgeKeys', 'addJob', 'claimJobs', 'holdJob', 'finishJob', 'getJob', 'purgeJobs', 'readChanges', 'purgeChanges', 'prepare', 'poolStats', 'close'] as const
+const passedCalls = ['list', 'exportList', 'aggregate', 'get', 'getMany', 'claimKey', 'keepResponse', 'purgeKeys', 'addJob', 'claimJobs', 'holdJob', 'finishJob', 'getJob', 'purgeJobs', 'readChanges', 'purgeChanges', 'prepare', 'poolStats', 'close'] as const
 
 /** `store` with its writes recorded; its change log must be there (the plugin checks at boot). */
 export function recordingStore (store: Store, options: RecordingOptions): Store {

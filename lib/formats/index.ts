@@ -8,7 +8,7 @@ import type { ResourceModel } from '../registry/model.js'
 import { BodyMalformedError, UnsupportedMediaTypeError, withInvalidParams } from '../errors.js'
 import { coerceBody } from './coerce.js'
 import { parseMultipart, parseUrlEncoded } from './form.js'
-import { markFormat } from '../http/negotiation.js'
+import { markFormat, requestFormat } from '../http/negotiation.js'
 import { createXmlWriter, parseXml, xmlMediaType } from './xml.js'
 import type { RefResolver } from './xml-shape.js'
 
@@ -75,6 +75,17 @@ export const formatParsers: readonly BodyParser[] = [
   }
 ]
 
+const freeForm = new WeakSet<FastifyReply>()
+
+/**
+ * A reply whose body follows no response schema (the groups `apply=` answers with): JSON as it
+ * is rather than through the route's serializer, which keeps only a record's members; XML free-form.
+ */
+export function sendFreeForm (reply: FastifyReply): void {
+  freeForm.add(reply)
+  if (requestFormat(reply.request) === 'json') reply.type('application/json; charset=utf-8').serializer(JSON.stringify)
+}
+
 /** XML responses, when Accept asks for them. */
 export function createResponseFormats (app: FastifyInstance, models: readonly ResourceModel[]): ResponseFormats {
   // The shared schemas (`Book`, `BookList` …) are added after this; they are looked up when first written.
@@ -86,7 +97,7 @@ export function createResponseFormats (app: FastifyInstance, models: readonly Re
         // A handler that sends text (an HTML page) keeps its own type.
         if (typeof payload === 'string') return payload
         reply.type(xmlMediaType)
-        return writeXml(asJson(reply, payload), responseSchemaOf(reply))
+        return freeForm.has(reply) ? writeXml(payload, undefined) : writeXml(asJson(reply, payload), responseSchemaOf(reply))
       })
     }
   }

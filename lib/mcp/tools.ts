@@ -20,7 +20,7 @@ import { BodyInvalidError, ForbiddenError, NotFoundError, withInvalidParams } fr
 import { toInvalidParams } from '../validation.js'
 import { sortableFields } from '../query/parameters.js'
 
-type ToolName = 'describe' | 'list' | 'get' | 'create' | 'update' | 'delete'
+type ToolName = 'describe' | 'list' | 'get' | 'aggregate' | 'create' | 'update' | 'delete'
 
 /** MCP's tool annotations (hints to the client, never trusted by the server). */
 interface Hints { readonly readOnlyHint: boolean, readonly destructiveHint: boolean, readonly idempotentHint: boolean }
@@ -53,7 +53,6 @@ const idempotencyKey: JsonSchema = {
   description: 'Any unique text (as Idempotency-Key): a retry with the same key and data answers the first result and writes nothing more.'
 }
 
-// `aggregate` (an `apply` parameter) joins these once the query language has one.
 const tools: Readonly<Record<ToolName, ToolSpec>> = {
   describe: {
     operation: null,
@@ -81,6 +80,17 @@ const tools: Readonly<Record<ToolName, ToolSpec>> = {
     annotations: read,
     properties: { id },
     required: ['id']
+  },
+  aggregate: {
+    operation: 'list',
+    description: 'Groups of a resource\'s records with counts, sums, averages, min and max, computed by the store: { data, meta, links }, one object per group. ' +
+      'apply is OData $apply: groupby((authorId),aggregate($count as n,rating with average as avg)), or aggregate(…) alone for one group.',
+    annotations: read,
+    properties: {
+      apply: { type: 'string', minLength: 1, description: 'filter(…)/groupby((field,relation/field),aggregate($count as n,field with sum|average|min|max|countdistinct as alias)).' },
+      filter: { type: 'string', description: 'OData $filter expression selecting the records before grouping.' }
+    },
+    required: ['apply']
   },
   create: {
     operation: 'create',
@@ -247,10 +257,10 @@ function argumentProblems (errors: readonly ErrorObject[]) {
   ]
 }
 
-/** The list tool's arguments as the query string its HTTP request would send. */
+/** The list and aggregate tools' arguments as the query string their HTTP request would send. */
 function queryOf (args: Record<string, unknown>): Record<string, string> {
   const query: Record<string, string> = {}
-  for (const name of ['filter', 'sort', 'fields', 'pageSize', 'token']) if (args[name] !== undefined) query[name] = String(args[name])
+  for (const name of ['filter', 'sort', 'fields', 'pageSize', 'token', 'apply']) if (args[name] !== undefined) query[name] = String(args[name])
   return query
 }
 

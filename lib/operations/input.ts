@@ -45,6 +45,8 @@ export interface Outcome {
   readonly created?: string
   /** An export (operations/export.ts): the body as a stream of text, in place of `body`. */
   readonly stream?: Readable
+  /** The body is not the route's documented shape (`apply=`'s groups): written as it is. */
+  readonly freeForm?: boolean
 }
 
 /** One operation of one resource. */

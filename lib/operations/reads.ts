@@ -9,10 +9,11 @@ import type { ListRequest } from '../query/list-query.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import { queryCapabilities } from '../query/capabilities.js'
 import { countPastEnd } from '../paging/index.js'
+import type { AggregateQuery } from '../query/apply/ast.js'
 import { evaluatePreconditions, formatETag, hasPreconditions, heldETag, unversioned, variantTag } from '../http/conditional.js'
 import type { Preconditions } from '../http/conditional.js'
-import { NotFoundError } from '../errors.js'
-import type { ListQuery, Store } from '../stores/store.js'
+import { NotFoundError, QueryInvalidError, withInvalidParams } from '../errors.js'
+import type { ListQuery, Page, Store } from '../stores/store.js'
 import { exportOutcome, isExport, withoutPaging } from './export.js'
 import { readRecordOnce } from '../record-once.js'
 import type { OperationContext } from './context.js'
@@ -103,6 +104,7 @@ function scoped (query: ListQuery, scope: FilterNode | null): ListQuery {
 }
 
 async function listPage (context: OperationContext, store: Store, model: View, base: string, parsed: ListRequest, scope: FilterNode | null): Promise<Outcome> {
+  if (parsed.aggregate !== undefined) return await groupPage(context, store, model, base, parsed, parsed.aggregate, scope)
   const query = scoped(parsed.query, scope)
   const page = await store.list(model, query)
   const projected = page.items.map(record => project(record.data, parsed.fields))
@@ -111,6 +113,21 @@ async function listPage (context: OperationContext, store: Store, model: View, b
     : attachRelated(context.envelope, model, projected, parsed.expand, parsed.include, await fetchRelated(store, model, projected, [...parsed.expand, ...parsed.include]))
   const count = page.total ?? await countPastEnd(store, model, parsed, page, query)
   return { status: 200, headers: noHeaders, body: listBody(context.envelope, model, base, parsed, page, items, links, count) }
+}
+
+const epoch = new Date(0)
+
+/** LIST with `apply=`: a page of groups in the list envelope, paged by offset (docs/aggregates.md). */
+async function groupPage (context: OperationContext, store: Store, model: View, base: string, parsed: ListRequest, aggregate: AggregateQuery, scope: FilterNode | null): Promise<Outcome> {
+  if (store.aggregate === undefined) throw withInvalidParams(new QueryInvalidError(), [{ name: 'apply', reason: `the store of ${model.name} cannot aggregate` }])
+  const query = scope === null ? aggregate : { ...aggregate, filter: aggregate.filter === null ? scope : { kind: 'and', left: scope, right: aggregate.filter } as const }
+  const page = await store.aggregate(model, query)
+  // An empty page past the end: the count names the last page with groups (as countPastEnd does for records).
+  const pastEnd = parsed.offset !== undefined && parsed.offset !== 0 && parsed.pageSize !== 0 && page.groups.length === 0
+  const count = page.total ?? (pastEnd ? (await store.aggregate(model, { ...query, offset: 0, limit: 0, total: true })).total : undefined)
+  // Offset links read only a page's length and whether more follow: the groups stand in for records.
+  const asPage: Page = { items: page.groups.map(data => ({ data, version: 0, modifiedAt: epoch })), hasMore: page.hasMore, total: page.total }
+  return { status: 200, headers: noHeaders, body: listBody(context.envelope, model, base, parsed, asPage, [...page.groups], [], count), freeForm: true }
 }
 
 interface CapabilitiesOf {

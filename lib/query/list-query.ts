@@ -2,8 +2,10 @@
 // collections", "Sorting", "Paging"): each parameter is read with its entry of parameters.ts, and
 // what the page links repeat and a token is bound to come from those entries; paging/ reads the
 // window. Every problem is collected into one 400 with invalidParams.
-import { byPart, itemParameterNames, queryParameters, readParameters, windowNames } from './parameters.js'
-import type { LinkPairs, ParameterName, RawQuery, Resolved, Sent } from './parameters.js'
+import { byPart, itemParameterNames, odataParameters, queryParameters, readParameters, windowNames } from './parameters.js'
+import type { LinkPairs, ParameterName, QueryParameter, RawQuery, Readings, Resolved, Sent } from './parameters.js'
+import type { AggregateQuery, GroupSortKey } from './apply/ast.js'
+import type { Aggregation } from './apply/parser.js'
 import type { View, ViewRelation } from '../registry/model.js'
 import type { SortKey } from './store-query.js'
 import { filterKeyLimit } from './filter/from-query.js'
@@ -21,6 +23,8 @@ export interface ListRequest extends PagedRequest {
   readonly fields: ReadonlySet<string> | null
   readonly expand: readonly ViewRelation[]
   readonly include: readonly ViewRelation[]
+  /** `apply=`: what the store groups instead of listing records (docs/aggregates.md); absent without it. */
+  readonly aggregate?: AggregateQuery
 }
 
 export type ListQueryContext = WindowContext
@@ -61,20 +65,48 @@ const filterNames = new Set(byPart.filter(({ definition }) => definition.part ==
  */
 const readOrder = [...conventionNames.filter(name => !windowNames.has(name) && !filterNames.has(name)), ...filterNames]
 
+/** What may not come with `apply`: each names records, not groups. */
+const notWithApply: readonly ParameterName[] = ['fields', 'expand', 'include', 'token']
+
+/**
+ * `sort` (or `$orderby`) with `apply`: the groups' members, read by sort's parser against the
+ * groups' view, and made total with every grouping value (each group has its own).
+ */
+function groupSort ({ given, sentAs }: Readings, aggregation: Aggregation, problems: InvalidParam[]): GroupSortKey[] {
+  const as = sentAs('sort')
+  const entry = (as === 'sort' ? queryParameters.sort : odataParameters.get('sort')) as QueryParameter<SortKey[]>
+  const keys: GroupSortKey[] = entry.parse(aggregation.groups, given.sort, problems).map(({ field, direction }) => ({ name: field, direction }))
+  for (const key of aggregation.groupBy) if (!keys.some(sorted => sorted.name === key.name)) keys.push({ name: key.name, direction: 'asc' })
+  return keys
+}
+
 /** `base` is the collection's path (for nested collections it names the parent): tokens are bound to it. */
 export function parseListQuery (model: View, raw: RawQuery, context: ListQueryContext, base: string): ListRequest {
   const problems: InvalidParam[] = []
   const readings = readParameters(model, raw, conventionNames, problems)
+  // `apply` first: with it, `sort` names the groups' members.
+  const applied = readings.read('apply')
+  const aggregation = applied?.aggregation ?? null
+  let groupKeys: GroupSortKey[] = []
+  if (applied !== null) {
+    for (const name of notWithApply) {
+      if (readings.given[name] === undefined) continue
+      problems.push({ name: readings.sentAs(name), reason: `cannot be combined with ${readings.sentAs('apply')}` })
+      problems.push({ name: readings.sentAs('apply'), reason: `cannot be combined with ${readings.sentAs(name)}` })
+    }
+    if (aggregation !== null) groupKeys = groupSort(readings, aggregation, problems)
+  }
   const sent = new Map<ParameterName, Sent<unknown>>()
   for (const name of readOrder) {
     const as = readings.sentAs(name)
-    sent.set(name, { name, value: readings.read(name), as, raw: raw[as] })
+    const read = name === 'apply' ? applied : name === 'sort' && applied !== null ? groupKeys.map(key => ({ field: key.name, direction: key.direction })) : readings.read(name)
+    sent.set(name, { name, value: read, as, raw: raw[as] })
   }
   const value = <N extends ParameterName>(name: N) => (sent.get(name) as Sent<ReturnType<typeof queryParameters[N]['parse']>>).value
   const expand = value('expand')
   const include = value('include')
   const resolved: Resolved = {
-    sort: withTieBreaker(model, value('sort')),
+    sort: applied === null ? withTieBreaker(model, value('sort')) : value('sort'),
     fields: withRelationKeys(value('fields') ?? readableFields(model), [...expand, ...include])
   }
   const links: LinkPairs[number][] = []
@@ -87,10 +119,24 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
   }
   const stableQuery = encodeStable(links)
   const binding = bindingOf(base, bound)
-  const paging = readWindow(model, readings, resolved.sort, binding, context, problems)
+  // Groups page by offset: a token would hold a record's position.
+  const paging = readWindow(model, readings, resolved.sort, binding, applied === null ? context : { ...context, defaultPaging: 'offset' }, problems)
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
+  const filter = value('filter').node
+  const aggregate: AggregateQuery | undefined = aggregation === null
+    ? undefined
+    : {
+        filter: filter === null ? aggregation.filter : aggregation.filter === null ? filter : { kind: 'and', left: filter, right: aggregation.filter },
+        groupBy: aggregation.groupBy,
+        aggregates: aggregation.aggregates,
+        sort: groupKeys,
+        offset: paging.window.kind === 'offset' ? paging.window.offset : 0,
+        limit: paging.pageSize,
+        // Groups are counted exactly: an estimate is of rows, not of groups.
+        total: value('total') !== false
+      }
   return {
-    query: { filter: value('filter').node, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total') },
+    query: { filter, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total') },
     pageSize: paging.pageSize,
     offset: paging.offset,
     pageOffset: paging.pageOffset,
@@ -100,7 +146,8 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
     expand,
     include,
     stableQuery,
-    binding
+    binding,
+    ...(aggregate === undefined ? {} : { aggregate })
   }
 }
 

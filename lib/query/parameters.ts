@@ -10,6 +10,9 @@ import type { SortKey } from './store-query.js'
 import type { InvalidParam } from '../errors.js'
 import { readFilter } from './filter/from-query.js'
 import type { FilterReading } from './filter/from-query.js'
+import { parseApply } from './apply/parser.js'
+import type { Aggregation } from './apply/parser.js'
+import { FilterSyntaxError } from './filter/lexer.js'
 
 /** A query string as the framework parsed it: a repeated name holds its values in order. */
 export type RawQuery = Record<string, string | string[] | undefined>
@@ -271,6 +274,30 @@ const filter: Entry<FilterReading> = name => ({
   parse: (model, value, problems, query = {}) => readFilter(model, value, name, query, listParameterNames, problems)
 })
 
+// Short: it is repeated on every LIST of the document (docs/aggregates.md has the rest).
+const applyGrammar = 'OData $apply: filter(…) steps, then aggregate(…) or groupby((field,relation/field),aggregate(…)); aggregates: ' +
+  '$count as a, field with sum|average|min|max|countdistinct as a. One object per group instead of records. Not with fields, expand, include, token.'
+
+/** `apply=` as sent, and what it asks (null when it is malformed: a problem says why). */
+export interface ApplyReading { readonly text: string, readonly aggregation: Aggregation | null }
+
+const apply: Entry<ApplyReading | null> = name => ({
+  name,
+  item: false,
+  list: false,
+  schema: () => ({ type: 'string', description: applyGrammar }),
+  parse (model, text, problems) {
+    if (text === undefined) return null
+    try {
+      return { text, aggregation: parseApply(text, model) }
+    } catch (error) {
+      if (!(error instanceof FilterSyntaxError)) throw error
+      problems.push({ name, reason: error.message })
+      return { text, aggregation: null }
+    }
+  }
+})
+
 /** One parameter of one LIST request: its value, and how it was sent. */
 export interface Sent<T> {
   /** Its own name, the one its links use. */
@@ -368,6 +395,12 @@ const definitions = {
     // JSON keeps the parts apart whatever characters they hold.
     bind: ({ value }) => [value.text ?? null, value.simple],
     capability: names('filterable', fieldNames, () => 'Fields `filter` and the simple filters may name; a related resource\'s through its relation (author/name).')
+  }),
+  apply: define({
+    read: apply,
+    part: 'filter',
+    odata: { name: '$apply' },
+    link: ({ name, value }) => [[name, value?.text]]
   }),
   sort: define({
     read: sort,
@@ -470,8 +503,8 @@ function odataParameter (means: ParameterName, name: string, read: Entry<unknown
 
 /**
  * The OData name of each parameter that has one, by the parameter's own name, in the table's
- * order. `$search` and `$apply` take one line each once `search` and `apply` exist; until then
- * they are unknown names, as `search` and `apply` are.
+ * order. `$search` takes one line once `search` exists; until then it is an unknown name, as
+ * `search` is.
  */
 export const odataParameters: ReadonlyMap<ParameterName, QueryParameter<unknown>> = new Map(conventionNames.flatMap(means => {
   const { odata, read } = definitions[means] as ParameterDefinition<unknown>

@@ -14,6 +14,7 @@ import { returnPreference } from '../http/prefer.js'
 import type { ReturnPreference } from '../http/prefer.js'
 import { keyedTransaction, sendEmpty } from '../idempotency.js'
 import type { RawQuery } from '../query/list-query.js'
+import { sendFreeForm } from '../formats/index.js'
 
 /**
  * A request as an operation's input. Each member is read when the operation asks for it, as the
@@ -48,6 +49,7 @@ function reply (reply: FastifyReply, outcome: Outcome) {
   reply.code(outcome.status)
   for (const name in outcome.headers) reply.header(name, outcome.headers[name])
   if (outcome.stream !== undefined) return outcome.stream
+  if (outcome.freeForm === true) sendFreeForm(reply)
   return outcome.body === null ? sendEmpty(reply) : outcome.body
 }
 

@@ -149,6 +149,7 @@ function linkRels (model: ResourceModel): string {
   return related === '' ? '' : ` With include, one link per related resource, rel ${related}.`
 }
 
+const groups = (model: ResourceModel) => ' With apply: one object per group.'
 const pageLinks = 'links: self and first always; next while more items follow; prev after the first page; last in token paging always (a backward read from the end), in offset paging when the count is known (total=true, or the last page).'
 
 function tagged (model: ResourceModel, options: SchemaOptions, operationId: string, summary: string, description: string) {
@@ -181,7 +182,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
     headers: requestHeaders('list', options),
     produces: listTypes,
     response: {
-      200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}`, headers: requestId }
+      200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}${groups(model)}`, headers: requestId }
     },
     documentedResponses: {
       ...collectionConditions,
@@ -203,7 +204,7 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
     headers: requestHeaders('list', options),
     produces: listTypes,
     response: {
-      200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}`, headers: requestId }
+      200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}${groups(child)}`, headers: requestId }
     },
     documentedResponses: {
       ...collectionConditions,

@@ -8,6 +8,7 @@
 import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
 import type { Relate } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
+import { aggregateRecords } from '../query/apply/evaluate.js'
 import type { ResourceModel, View, ViewRelation } from '../registry/model.js'
 import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
@@ -249,7 +250,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
   }
 
   /** The store's reads: a transaction's store reads as the store does. */
-  const reads: Pick<Store, 'list' | 'get' | 'getMany'> = {
+  const reads: Pick<Store, 'list' | 'get' | 'getMany'> & Required<Pick<Store, 'aggregate'>> = {
     async list (view: View, query: ListQuery): Promise<Page> {
       const predicate = matcher(view, query.filter)
       const index = indexFor(view.model, query.sort)
@@ -270,6 +271,14 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
           : scan(index.records, bound(index, anchor, true) - 1, -1, predicate, 0, limit)
       }
       return { ...page, total: query.total ? count(view.model, predicate) : undefined }
+    },
+
+    async aggregate (view, query) {
+      const predicate = matcher(view, query.filter)
+      // In id order: sums add in the order the SQL store's do.
+      const { records } = indexFor(view.model, [{ field: view.idField, direction: 'asc' }])
+      const matching = predicate === null ? records.map(record => record.data) : records.flatMap(record => predicate(record.data) ? [record.data] : [])
+      return aggregateRecords(matching, query, (record, path) => resolvePath(view, record, path)[0])
     },
 
     async get (view, id) {

@@ -3,6 +3,7 @@
 import type { ResourceModel, View } from '../registry/model.js'
 import type { ListQuery } from '../query/store-query.js'
 import type { JobStore } from './jobs.js'
+import type { AggregateQuery, GroupPage } from '../query/apply/ast.js'
 
 export type Fields = Record<string, unknown>
 
@@ -17,6 +18,7 @@ export interface StoredRecord<T extends Fields = Fields> {
 
 // The parsed query a store receives is query/'s (store-query.ts); named here too, as part of the contract.
 export type { ListQuery, PageWindow, SortKey } from '../query/store-query.js'
+export type { AggregateQuery, GroupPage } from '../query/apply/ast.js'
 
 export interface Page {
   /** In the query's sort order, also for `before` windows. */
@@ -119,6 +121,11 @@ export type KeyClaim =
  */
 export interface Store extends Partial<JobStore> {
   list (view: View, query: ListQuery): Promise<Page>
+  /**
+   * Optional: `apply=` (docs/aggregates.md), the view's records grouped and aggregated in the
+   * backend, with the memory store's results (query/apply/evaluate.ts). Without it `apply` is a 400.
+   */
+  aggregate? (view: View, query: AggregateQuery): Promise<GroupPage>
   get (view: View, id: string, options?: ReadOptions): Promise<StoredRecord | null>
   /**
    * Optional, for exports (docs/export.md): every record `list` would page through for this query
