@@ -25,6 +25,7 @@ t.test('a collection lists what each query parameter accepts, from its schema: n
     data: {
       methods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
       filterable: ['id', 'text', 'tags'],
+      searchable: [],
       sortable: ['id', 'text'],
       fields: ['id', 'text', 'tags'],
       expandable: [],

@@ -7,6 +7,7 @@ import type { LinkPairs, ParameterName, RawQuery, Resolved, Sent } from './param
 import type { View, ViewRelation } from '../registry/model.js'
 import type { SortKey } from './store-query.js'
 import { filterKeyLimit } from './filter/from-query.js'
+import { RELEVANCE } from './search.js'
 import { bindingOf, readWindow } from '../paging/index.js'
 import type { PagedRequest, WindowContext } from '../paging/index.js'
 import { QueryInvalidError, withInvalidParams } from '../errors.js'
@@ -73,8 +74,11 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
   const value = <N extends ParameterName>(name: N) => (sent.get(name) as Sent<ReturnType<typeof queryParameters[N]['parse']>>).value
   const expand = value('expand')
   const include = value('include')
+  const search = value('search')
+  const sort = value('sort')
   const resolved: Resolved = {
-    sort: withTieBreaker(model, value('sort')),
+    // A search without sort: the most relevant first, ties by id (ascending).
+    sort: search !== null && sort.length === 0 ? [{ field: RELEVANCE, direction: 'desc' }, { field: model.idField, direction: 'asc' }] : withTieBreaker(model, sort),
     fields: withRelationKeys(value('fields') ?? readableFields(model), [...expand, ...include])
   }
   const links: LinkPairs[number][] = []
@@ -90,7 +94,7 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
   const paging = readWindow(model, readings, resolved.sort, binding, context, problems)
   if (problems.length > 0) throw withInvalidParams(new QueryInvalidError(), problems)
   return {
-    query: { filter: value('filter').node, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total') },
+    query: { filter: value('filter').node, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total'), search },
     pageSize: paging.pageSize,
     offset: paging.offset,
     pageOffset: paging.pageOffset,

@@ -10,6 +10,8 @@ import type { SortKey } from './store-query.js'
 import type { InvalidParam } from '../errors.js'
 import { readFilter } from './filter/from-query.js'
 import type { FilterReading } from './filter/from-query.js'
+import { parseSearch, SearchSyntaxError } from './search.js'
+import type { Search } from './search.js'
 
 /** A query string as the framework parsed it: a repeated name holds its values in order. */
 export type RawQuery = Record<string, string | string[] | undefined>
@@ -262,6 +264,39 @@ const filter: Entry<FilterReading> = name => ({
   parse: (model, value, problems, query = {}) => readFilter(model, value, name, query, listParameterNames, problems)
 })
 
+/** The fields a caller's `search` matches: the resource's searchable ones that the caller may read. */
+export const searchFields = (model: View): string[] => (model.model.searchable ?? []).filter(field => model.fields.has(field))
+
+/** `search=` (query/search.ts); refused where there is nothing to search, as the document leaves it out there. */
+const search: Entry<Search | null> = name => ({
+  name,
+  item: false,
+  list: false,
+  schema: model => searchFields(model).length === 0
+    ? undefined
+    : {
+        type: 'string',
+        minLength: 1,
+        description: `Search ${searchFields(model).join(', ')} by whole words, in any case and accents (OData $search): words, "quoted phrases", AND (also a space), OR, NOT, parentheses; NOT binds tightest, then AND. ` +
+          'Combined with filter by AND. Without sort, the most relevant first (the most terms outside a NOT found), ties by id. Example: tolkien OR "le guin" NOT ring.'
+      },
+  parse (model, value, problems) {
+    if (value === undefined) return null
+    const fields = searchFields(model)
+    if (fields.length === 0) {
+      problems.push({ name, reason: `${model.name} has no searchable fields` })
+      return null
+    }
+    try {
+      return { node: parseSearch(value), fields }
+    } catch (error) {
+      if (!(error instanceof SearchSyntaxError)) throw error
+      problems.push({ name, reason: error.message })
+      return null
+    }
+  }
+})
+
 /** One parameter of one LIST request: its value, and how it was sent. */
 export interface Sent<T> {
   /** Its own name, the one its links use. */
@@ -359,6 +394,14 @@ const definitions = {
     // JSON keeps the parts apart whatever characters they hold.
     bind: ({ value }) => [value.text ?? null, value.simple],
     capability: names('filterable', fieldNames, () => 'Fields `filter` and the simple filters may name; a related resource\'s through its relation (author/name).')
+  }),
+  search: define({
+    read: search,
+    part: 'filter',
+    odata: { name: '$search' },
+    link: asSent,
+    bind: ({ raw }) => [typeof raw === 'string' ? raw : null],
+    capability: names('searchable', searchFields, () => 'Fields `search` matches; none: `search` is refused.')
   }),
   sort: define({
     read: sort,
@@ -461,8 +504,8 @@ function odataParameter (means: ParameterName, name: string, read: Entry<unknown
 
 /**
  * The OData name of each parameter that has one, by the parameter's own name, in the table's
- * order. `$search` and `$apply` take one line each once `search` and `apply` exist; until then
- * they are unknown names, as `search` and `apply` are.
+ * order. `$apply` takes one line once `apply` exists; until then it is an unknown name, as
+ * `apply` is.
  */
 export const odataParameters: ReadonlyMap<ParameterName, QueryParameter<unknown>> = new Map(conventionNames.flatMap(means => {
   const { odata, read } = definitions[means] as ParameterDefinition<unknown>
