@@ -146,7 +146,10 @@ for (const where of places('demo-search')) {
         ['NOT', /at position 3$/],
         ['lord ---', /'---' holds no letter or digit to search for at position 5$/],
         ['"  "', /the phrase holds no letter or digit to search for at position 0$/],
-        ['"a \\x"', /backslash in a phrase at position 3$/]
+        ['"a \\x"', /backslash in a phrase at position 3$/],
+        [`${'('.repeat(40)}a${')'.repeat(40)}`, /search nests deeper than 32 levels at position 32$/],
+        [`${'NOT '.repeat(33)}a`, /search nests deeper than 32 levels at position 128$/],
+        ['ab'.repeat(1001), /search is longer than 2000 characters at position 2000$/]
       ]
       for (const [text, reason] of cases) {
         for (const name of ['search', '$search']) {

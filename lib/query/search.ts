@@ -160,12 +160,25 @@ function tokenize (text: string): Token[] {
   return tokens
 }
 
+/** As filter's limits (filter/parser.ts): they bound the work of one request and the parser's stack. */
+const maxLength = 2000
+const maxDepth = 32
+
 /**
  * `search=` as a tree. NOT binds tightest, then AND (also two terms side by side), then OR;
  * AND, OR and NOT are keywords in upper case only (OData's), any other case is a word.
  */
 export function parseSearch (text: string): SearchNode {
+  if (text.length > maxLength) throw new SearchSyntaxError(`search is longer than ${maxLength} characters`, maxLength)
   const tokens = tokenize(text)
+  // Parentheses and NOT nest; AND and OR chains are read in loops and do not count.
+  let depth = 0
+  const enter = <T>(read: () => T, at: Token): T => {
+    if (++depth > maxDepth) throw new SearchSyntaxError(`search nests deeper than ${maxDepth} levels`, at.position)
+    const node = read()
+    depth--
+    return node
+  }
   let next = 0
   const peek = () => tokens[next]
   const describe = (token: Token) => token.kind === 'end' ? 'the end' : `'${token.text}'`
@@ -191,9 +204,10 @@ export function parseSearch (text: string): SearchNode {
     }
   }
   const unary = (): SearchNode => {
-    if (peek().kind === 'NOT') {
+    const token = peek()
+    if (token.kind === 'NOT') {
       next++
-      return { kind: 'not', operand: unary() }
+      return { kind: 'not', operand: enter(unary, token) }
     }
     return primary()
   }
@@ -201,7 +215,7 @@ export function parseSearch (text: string): SearchNode {
     const token = peek()
     if (token.kind === '(') {
       next++
-      const inner = or()
+      const inner = enter(or, token)
       if (peek().kind !== ')') expected("')' or a term")
       next++
       return inner
