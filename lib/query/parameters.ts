@@ -276,7 +276,6 @@ const search: Entry<Search | null> = name => ({
     ? undefined
     : {
         type: 'string',
-        minLength: 1,
         description: `Search ${searchFields(model).join(', ')} by whole words, in any case and accents (OData $search): words, "quoted phrases", AND (also a space), OR, NOT, parentheses; NOT binds tightest, then AND. ` +
           'Combined with filter by AND. Without sort, the most relevant first (the most terms outside a NOT found), ties by id. Example: tolkien OR "le guin" NOT ring.'
       },
