@@ -276,8 +276,7 @@ const search: Entry<Search | null> = name => ({
     ? undefined
     : {
         type: 'string',
-        description: `Search ${searchFields(model).join(', ')} by whole words, in any case and accents (OData $search): words, "quoted phrases", AND (also a space), OR, NOT, parentheses; NOT binds tightest, then AND. ` +
-          'Combined with filter by AND. Without sort, the most relevant first (the most terms outside a NOT found), ties by id. Example: tolkien OR "le guin" NOT ring.'
+        description: 'OData $search of the searchable fields (OPTIONS): whole words, any case or accent; "phrase", AND or space, OR, NOT, ( ). Without sort, most relevant first.'
       },
   parse (model, value, problems) {
     if (value === undefined) return null
@@ -400,7 +399,7 @@ const definitions = {
     odata: { name: '$search' },
     link: asSent,
     bind: ({ raw }) => [typeof raw === 'string' ? raw : null],
-    capability: names('searchable', searchFields, () => 'Fields `search` matches; none: `search` is refused.')
+    capability: names('searchable', searchFields, () => 'Fields `search` matches.')
   }),
   sort: define({
     read: sort,
