@@ -25,6 +25,7 @@ t.test('a collection lists what each query parameter accepts, from its schema: n
     data: {
       methods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
       filterable: ['id', 'text', 'tags'],
+      searchable: [],
       sortable: ['id', 'text'],
       fields: ['id', 'text', 'tags'],
       expandable: [],
@@ -70,7 +71,7 @@ t.test('the document describes the body of a collection\'s capabilities, and the
   const component = (media: { schema: { $ref: string } }) => document.components.schemas[media.schema.$ref.slice('#/components/schemas/'.length)]
   t.same(document.paths['/notes'].options.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/NoteCapabilities' }, 'a component per collection')
   const schema = component(document.paths['/notes'].options.responses['200'].content['application/json'])
-  t.same(schema.properties.data.required, ['methods', 'filterable', 'sortable', 'fields', 'expandable', 'includable', 'pageSize'])
+  t.same(schema.properties.data.required, ['methods', 'filterable', 'searchable', 'sortable', 'fields', 'expandable', 'includable', 'pageSize'])
   t.same(schema.properties.data.properties.sortable.items.enum, ['id', 'text'])
   t.match(schema.properties.data.properties.expandable, { type: 'array', items: { type: 'string' }, maxItems: 0, description: 'Relations `expand` may embed.' })
   t.equal(schema.properties.data.properties.expandable.items.enum, undefined, 'an empty list, without an empty enum')

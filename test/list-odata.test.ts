@@ -200,9 +200,18 @@ t.test('page links use the conventions\' names; following them, or a token with 
   t.same((await answer(app, `/v1/books?${query(['$filter', filter], ['$orderby', 'year desc'], ['token', token])}`)).body.invalidParams, foreign.body.invalidParams, 'another order')
 })
 
-t.test('$search and $apply answer what search and apply answer, naming the name sent; other $ names are unknown', async t => {
+t.test('$search answers what search answers, naming the name sent', async t => {
   const { app } = await seeded(t)
-  for (const [odata, name] of [['$search', 'search'], ['$format', 'format'], ['$Filter', 'Filter']]) {
+  for (const value of ['the', '(the']) {
+    const expected = await answer(app, `/v1/books?${query(['search', value])}`)
+    const odata = await answer(app, `/v1/books?${query(['$search', value])}`)
+    t.same(odata, expected.status === 400 ? { ...expected, body: renamed(expected.body, { search: '$search' }) } : expected, value)
+  }
+})
+
+t.test('$apply answers what apply answers, naming the name sent; other $ names are unknown', async t => {
+  const { app } = await seeded(t)
+  for (const [odata, name] of [['$format', 'format'], ['$Filter', 'Filter']]) {
     const expected = await answer(app, `/v1/books?${query([name, 'x'])}`)
     t.equal(expected.status, 400, name)
     t.same(expected.body.invalidParams, [{ name, reason: 'unknown query parameter or field' }])
@@ -220,7 +229,7 @@ t.test('the OpenAPI document lists the OData names beside the parameters they st
   // Parameters shared by reference (components), read in place.
   const document = inlined((await app.inject({ url: '/v1/openapi.json' })).json())
   const names = (path: string) => (document.paths[path].get.parameters as Json[]).filter(parameter => parameter.in === 'query').map(parameter => parameter.name as string)
-  t.same(names('/books').filter(name => name.startsWith('$')), ['$select', '$filter', '$apply', '$orderby', '$skip', '$top', '$count', '$expand'])
+  t.same(names('/books').filter(name => name.startsWith('$')), ['$select', '$filter', '$apply', '$search', '$orderby', '$skip', '$top', '$count', '$expand'])
   t.same(names('/books/{id}').filter(name => name.startsWith('$')), ['$select', '$expand'])
   const top = (document.paths['/books'].get.parameters as Json[]).find(parameter => parameter.name === '$top') as Json
   t.match(top, { description: /^OData's name of pageSize, not to be sent with it\./, schema: { type: 'integer', minimum: 0, maximum: 100 } })

@@ -1,7 +1,8 @@
 // The demo's OpenAPI document as tools read it (spec "What the service does" 2, 3): valid OpenAPI
 // 3.1 by its JSON Schema 2020-12 schema; each Schema Object compiled in strict mode both by a
 // draft-07 validator (what Prism and many generators run) and by a 2020-12 one, so no keyword one of
-// them passes over; shared parts that all resolve; and small: at most 200 KB (577 KB before; the change feed's two operations added 9 KB).
+// them passes over; shared parts that all resolve; and small: at most 204 KB (577 KB before; the change feed's two operations added 9 KB,
+// `search` and `$search` on every LIST 3 KB).
 import t from 'tap'
 import { Ajv } from 'ajv'
 import type { ValidateFunction } from 'ajv'
@@ -20,10 +21,11 @@ t.teardown(() => app.close())
 const served = await app.inject({ url: '/v1/openapi.json' })
 const document = served.json() as Json
 
-t.test('at most 200 KB, its parts shared', async t => {
+t.test('at most 204 KB, its parts shared', async t => {
   // The target is 150 KB, not met: what remains is one reference per documented status and
-  // parameter (178 KB), and the OData names of every LIST (187 KB). A guard against growth until then.
-  t.ok(served.body.length <= 200 * 1024, `${served.body.length} bytes, at most 200 KB`)
+  // parameter (178 KB), and the OData names of every LIST (187 KB). A guard against growth until then;
+  // raised from 200 KB for `search` and `$search` (two references on each LIST and HEAD of a collection).
+  t.ok(served.body.length <= 204 * 1024, `${served.body.length} bytes, at most 204 KB`)
   const components = document.components as Json
   t.ok(Object.keys(components.responses).length > 0 && Object.keys(components.parameters).length > 0 && Object.keys(components.headers).length > 0, 'responses, parameters and headers under components')
   const operations = Object.values(inlined(document).paths as Json).flatMap(item => Object.values(item as Json))

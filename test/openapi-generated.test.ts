@@ -22,10 +22,10 @@ type Json = Record<string, any>
 
 const runs = Number(process.env.OPENAPI_RUNS ?? 6)
 const methods = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options']
-// What only a description can say (the filter grammar, a token's binding to its query, which paging
+// What only a description can say (the filter and search grammars, a token's binding to its query, which paging
 // parameters combine, a body's id equal to the path's, a batch's local ids, each named once and by an earlier create):
 // a 400 naming only these is the prose applied.
-const described = new Set(['filter', 'token', 'offset', 'page', 'pageOffset', 'id', 'lid'])
+const described = new Set(['filter', 'search', '$search', 'token', 'offset', 'page', 'pageOffset', 'id', 'lid'])
 const isDescribed = (param: Json) => described.has(String(param.name).split('/').pop() as string) || /\(lid '/.test(String(param.reason))
 
 const app = await buildDemoApp(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length', RATE_LIMIT_MAX: '1000000' }), { logger: false })

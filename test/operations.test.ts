@@ -125,6 +125,7 @@ t.test('HEAD on a collection answers the headers of GET and no body', async t =>
 const bookFields = ['id', 'title', 'authorId', 'year', 'rating', 'available', 'reviewCount', 'averageRating']
 const bookQuery = {
   filterable: bookFields,
+  searchable: ['title'],
   sortable: bookFields,
   fields: bookFields,
   expandable: ['author', 'reviews'],

@@ -13,6 +13,7 @@ export function demoResources (store: Store) {
     store,
     defaultPageSize: 20,
     maxPageSize: 100,
+    searchable: ['name'],
     relations: { books: { kind: 'many', resource: 'books', field: 'authorId' } }
   })
   const books = defineResource({
@@ -22,6 +23,7 @@ export function demoResources (store: Store) {
     store,
     defaultPageSize: 20,
     maxPageSize: 100,
+    searchable: ['title'],
     relations: {
       author: { kind: 'one', resource: 'authors', field: 'authorId' },
       reviews: { kind: 'many', resource: 'reviews', field: 'bookId' }

@@ -52,6 +52,7 @@ export function reviewsResource (store: Store) {
     store,
     defaultPageSize: 20,
     maxPageSize: 100,
+    searchable: ['text'],
     relations: { book: { kind: 'one', resource: 'books', field: 'bookId' } },
     rules: {
       // A caller sees the reviews that are not private and its own; an admin sees all.

@@ -18,7 +18,7 @@ import { keyedAs, maxKeyLength } from '../idempotency.js'
 import { checkAuthorization, refusalOf } from '../security/auth.js'
 import { BodyInvalidError, ForbiddenError, NotFoundError, withInvalidParams } from '../errors.js'
 import { toInvalidParams } from '../validation.js'
-import { sortableFields } from '../query/parameters.js'
+import { searchFields, sortableFields } from '../query/parameters.js'
 
 type ToolName = 'describe' | 'list' | 'get' | 'aggregate' | 'create' | 'update' | 'delete'
 
@@ -67,6 +67,7 @@ const tools: Readonly<Record<ToolName, ToolSpec>> = {
     annotations: read,
     properties: {
       filter: { type: 'string', description: 'OData $filter expression (see describe): year ge 1960 and contains(title, \'war\').' },
+      search: { type: 'string', description: 'OData $search over the resource\'s searchable fields (see describe), by whole words in any case: tolkien OR "le guin" NOT ring. Without sort, the most relevant first.' },
       sort: { type: 'string', description: 'Comma-separated fields, - before one for descending: -year,title.' },
       fields: { type: 'string', description: 'Comma-separated fields to return (the id and required ones always come).' },
       pageSize: { type: 'integer', minimum: 0, description: 'Records per page, at most the resource\'s maxPageSize.' },
@@ -204,6 +205,7 @@ export function createTools (context: OperationContext, core: Operations) {
         tools: toolNames.filter(tool => tool !== 'describe' && reach[tool].includes(name)),
         fields: Object.fromEntries([...view.fields.keys()].map(field => [field, fieldText(view, field)])),
         ...(view.relations.size > 0 && { relations: Object.fromEntries([...view.relations.values()].map(relation => [relation.name, `${relation.kind} ${relation.target.name} by ${relation.kind === 'one' ? '' : `${relation.target.name}.`}${relation.field}`])) }),
+        ...(searchFields(view).length > 0 && { searchable: searchFields(view).join(',') }),
         sortable: sortableFields(view).join(','),
         pageSize: { default: view.defaultPageSize, max: view.maxPageSize }
       }
@@ -260,7 +262,7 @@ function argumentProblems (errors: readonly ErrorObject[]) {
 /** The list and aggregate tools' arguments as the query string their HTTP request would send. */
 function queryOf (args: Record<string, unknown>): Record<string, string> {
   const query: Record<string, string> = {}
-  for (const name of ['filter', 'sort', 'fields', 'pageSize', 'token', 'apply']) if (args[name] !== undefined) query[name] = String(args[name])
+  for (const name of ['filter', 'search', 'sort', 'fields', 'pageSize', 'token', 'apply']) if (args[name] !== undefined) query[name] = String(args[name])
   return query
 }
 

@@ -6,6 +6,7 @@
 import { CursorError } from './cursor.js'
 import type { CursorCodec } from './cursor.js'
 import { largestCount } from '../query/parameters.js'
+import { RELEVANCE } from '../query/search.js'
 import type { Readings } from '../query/parameters.js'
 import type { View } from '../registry/model.js'
 import type { ListQuery, Page, PageWindow, SortKey, Store, StoredRecord } from '../stores/store.js'
@@ -166,7 +167,7 @@ function tokenLinks (context: LinkContext, request: PagedRequest, page: Page, hr
   const links: Link[] = [{ rel: 'self', href: self }, { rel: 'first', href: href('') }]
   if (request.pageSize === 0) return links
   const seal = (kind: 'after' | 'before', record: StoredRecord) =>
-    href(`&token=${context.cursor.sealShared({ window: kind, values: sort.map(key => record.data[key.field] ?? null) }, request.binding)}`)
+    href(`&token=${context.cursor.sealShared({ window: kind, values: sort.map(key => key.field === RELEVANCE ? record.rank : record.data[key.field] ?? null) }, request.binding)}`)
   const { items, hasMore } = page
   if (items.length === 0) {
     // Emptied meanwhile. Nothing lies before an empty `before` page, so what follows it is the first

@@ -9,6 +9,7 @@ import type { Aggregation } from './apply/parser.js'
 import type { View, ViewRelation } from '../registry/model.js'
 import type { SortKey } from './store-query.js'
 import { filterKeyLimit } from './filter/from-query.js'
+import { RELEVANCE } from './search.js'
 import { bindingOf, readWindow } from '../paging/index.js'
 import type { PagedRequest, WindowContext } from '../paging/index.js'
 import { QueryInvalidError, withInvalidParams } from '../errors.js'
@@ -105,8 +106,11 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
   const value = <N extends ParameterName>(name: N) => (sent.get(name) as Sent<ReturnType<typeof queryParameters[N]['parse']>>).value
   const expand = value('expand')
   const include = value('include')
+  const search = value('search')
+  const sort = value('sort')
   const resolved: Resolved = {
-    sort: applied === null ? withTieBreaker(model, value('sort')) : value('sort'),
+    // Groups sort by what they are sorted by; a search without sort: the most relevant first, ties by id (ascending).
+    sort: applied !== null ? sort : search !== null && sort.length === 0 ? [{ field: RELEVANCE, direction: 'desc' }, { field: model.idField, direction: 'asc' }] : withTieBreaker(model, sort),
     fields: withRelationKeys(value('fields') ?? readableFields(model), [...expand, ...include])
   }
   const links: LinkPairs[number][] = []
@@ -136,7 +140,7 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
         total: value('total') !== false
       }
   return {
-    query: { filter, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total') },
+    query: { filter, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total'), search },
     pageSize: paging.pageSize,
     offset: paging.offset,
     pageOffset: paging.pageOffset,

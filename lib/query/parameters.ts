@@ -13,6 +13,8 @@ import type { FilterReading } from './filter/from-query.js'
 import { parseApply } from './apply/parser.js'
 import type { Aggregation } from './apply/parser.js'
 import { FilterSyntaxError } from './filter/lexer.js'
+import { parseSearch, SearchSyntaxError } from './search.js'
+import type { Search } from './search.js'
 
 /** A query string as the framework parsed it: a repeated name holds its values in order. */
 export type RawQuery = Record<string, string | string[] | undefined>
@@ -298,6 +300,37 @@ const apply: Entry<ApplyReading | null> = name => ({
   }
 })
 
+/** The fields a caller's `search` matches: the resource's searchable ones that the caller may read. */
+export const searchFields = (model: View): string[] => (model.model.searchable ?? []).filter(field => model.fields.has(field))
+
+/** `search=` (query/search.ts); refused where there is nothing to search, as the document leaves it out there. */
+const search: Entry<Search | null> = name => ({
+  name,
+  item: false,
+  list: false,
+  schema: model => searchFields(model).length === 0
+    ? undefined
+    : {
+        type: 'string',
+        description: 'OData $search of the searchable fields (OPTIONS): whole words, any case or accent; "phrase", AND or space, OR, NOT, ( ). Without sort, most relevant first.'
+      },
+  parse (model, value, problems) {
+    if (value === undefined) return null
+    const fields = searchFields(model)
+    if (fields.length === 0) {
+      problems.push({ name, reason: `${model.name} has no searchable fields` })
+      return null
+    }
+    try {
+      return { node: parseSearch(value), fields }
+    } catch (error) {
+      if (!(error instanceof SearchSyntaxError)) throw error
+      problems.push({ name, reason: error.message })
+      return null
+    }
+  }
+})
+
 /** One parameter of one LIST request: its value, and how it was sent. */
 export interface Sent<T> {
   /** Its own name, the one its links use. */
@@ -402,6 +435,14 @@ const definitions = {
     odata: { name: '$apply' },
     link: ({ name, value }) => [[name, value?.text]]
   }),
+  search: define({
+    read: search,
+    part: 'filter',
+    odata: { name: '$search' },
+    link: asSent,
+    bind: ({ raw }) => [typeof raw === 'string' ? raw : null],
+    capability: names('searchable', searchFields, () => 'Fields `search` matches.')
+  }),
   sort: define({
     read: sort,
     part: 'order',
@@ -503,8 +544,7 @@ function odataParameter (means: ParameterName, name: string, read: Entry<unknown
 
 /**
  * The OData name of each parameter that has one, by the parameter's own name, in the table's
- * order. `$search` takes one line once `search` exists; until then it is an unknown name, as
- * `search` is.
+ * order.
  */
 export const odataParameters: ReadonlyMap<ParameterName, QueryParameter<unknown>> = new Map(conventionNames.flatMap(means => {
   const { odata, read } = definitions[means] as ParameterDefinition<unknown>

@@ -1,6 +1,7 @@
 // The query a store runs (spec "Filtering", "Sorting", "Paging"): what the query parameters
 // become once parsed and checked against the model. Stores receive it; they never see raw strings.
 import type { FilterNode } from './filter/ast.js'
+import type { Search } from './search.js'
 
 export interface SortKey { readonly field: string, readonly direction: 'asc' | 'desc' }
 
@@ -24,4 +25,9 @@ export interface ListQuery {
    * when that is 10,000 or more, and says so (Page.totalEstimated).
    */
   readonly total: boolean | 'estimated'
+  /**
+   * `search=` (query/search.ts), ANDed with the filter; absent or null: none. Ordered by relevance
+   * when `sort` holds the RELEVANCE key, whose value each item then carries as `rank`.
+   */
+  readonly search?: Search | null
 }

@@ -24,6 +24,7 @@ const definitionKeys = knownKeys({
   relations: true,
   generateId: true,
   requireIfMatch: true,
+  searchable: true,
   store: true,
   rules: true,
   serverValues: true,
@@ -98,6 +99,10 @@ function buildModel (definition: ResourceShape, relations: Map<string, RelationM
   if (requireIfMatch !== undefined && typeof requireIfMatch !== 'boolean') throw new ResourceInvalidError(where, `requireIfMatch must be a boolean, received ${JSON.stringify(requireIfMatch)}`)
   const generateId = definition.generateId ?? newUuidV7
   if (typeof generateId !== 'function') throw new ResourceInvalidError(where, 'generateId must be a function returning a new id')
+  const searchable = definition.searchable ?? []
+  if (!Array.isArray(searchable) || searchable.some(field => fields.get(field)?.type !== 'string') || new Set(searchable).size !== searchable.length) {
+    throw new ResourceInvalidError(where, `searchable must list string fields of the schema, each once, received ${JSON.stringify(searchable)}`)
+  }
   const mandatory = [idField, ...[...fields.values()].filter(f => f.required && f.name !== idField).map(f => f.name)]
   const model: ResourceModel = Object.freeze({
     // A registered model is its own view: that of a caller who may read every record and field.
@@ -113,7 +118,8 @@ function buildModel (definition: ResourceShape, relations: Map<string, RelationM
     maxPageSize,
     operations: new Set(operations),
     generateId,
-    requireIfMatch
+    requireIfMatch,
+    searchable: Object.freeze([...searchable])
   })
   return model
 }

@@ -76,6 +76,8 @@ export interface ResourceModel extends View {
   readonly generateId: () => string
   /** The resource's own If-Match requirement; undefined defers to the plugin option. */
   readonly requireIfMatch?: boolean
+  /** The text fields `search=` matches (query/search.ts), in the order given; empty: no search. */
+  readonly searchable?: readonly string[]
   /** A registered model hides no record and no field. */
   readonly visible?: undefined
   readonly hidden?: undefined
@@ -109,4 +111,6 @@ export interface ResourceShape<S extends TObject = TObject> {
   readonly generateId?: (() => string) | undefined
   /** PUT, PATCH and DELETE without If-Match get 428; overrides the plugin's `requireIfMatch`. */
   readonly requireIfMatch?: boolean | undefined
+  /** String fields `search=` matches by words (docs/query-language.md, "Search"). Default: none, and `search` is refused. */
+  readonly searchable?: readonly string[] | undefined
 }

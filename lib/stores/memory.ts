@@ -9,6 +9,8 @@ import { compilePredicate, sortCompare } from '../query/filter/evaluate.js'
 import type { Relate } from '../query/filter/evaluate.js'
 import type { FilterNode } from '../query/filter/ast.js'
 import { aggregateRecords } from '../query/apply/evaluate.js'
+import { documentOf, matches, rankedTerms, relevance, RELEVANCE } from '../query/search.js'
+import type { Search } from '../query/search.js'
 import type { ResourceModel, View, ViewRelation } from '../registry/model.js'
 import { hasChildrenError, missingRelatedError } from './referential.js'
 import { VERSION_MISMATCH } from './store.js'
@@ -249,10 +251,46 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     return record
   }
 
+  /**
+   * A search: its matches sorted afresh (relevance is no field an index could hold), then paged
+   * as any list, over records whose data also holds their relevance under RELEVANCE.
+   */
+  function searchList (view: View, query: ListQuery, search: Search, predicate: Predicate | null): Page {
+    const ranked = query.sort.some(key => key.field === RELEVANCE)
+    const terms = rankedTerms(search.node)
+    const found: StoredRecord[] = []
+    for (const record of table(view.model).rows.values()) {
+      if (predicate !== null && !predicate(record.data)) continue
+      const document = documentOf(record.data, search.fields)
+      if (!matches(search.node, document)) continue
+      if (!ranked) found.push(record)
+      else {
+        const rank = relevance(terms, document)
+        found.push({ ...record, data: { ...record.data, [RELEVANCE]: rank }, rank })
+      }
+    }
+    const compare = comparator(query.sort)
+    const index: SortIndex = { compare, records: found.sort((a, b) => compare(a.data, b.data)) }
+    const { window, limit } = query
+    let page: Pick<Page, 'items' | 'hasMore'>
+    if (window.kind === 'offset') page = scan(index.records, window.offset, 1, null, 0, limit)
+    else if (window.values.length === 0) page = scan(index.records, index.records.length - 1, -1, null, 0, limit)
+    else {
+      const anchor = Object.fromEntries(query.sort.map((key, i) => [key.field, window.values[i]]))
+      page = window.kind === 'after'
+        ? scan(index.records, bound(index, anchor, false), 1, null, 0, limit)
+        : scan(index.records, bound(index, anchor, true) - 1, -1, null, 0, limit)
+    }
+    // The data as stored, without the relevance beside it.
+    const items = ranked ? page.items.map(item => Object.freeze({ ...table(view.model).rows.get(item.data[view.idField] as string) as StoredRecord, rank: item.rank })) : page.items
+    return { items, hasMore: page.hasMore, total: query.total ? found.length : undefined }
+  }
+
   /** The store's reads: a transaction's store reads as the store does. */
   const reads: Pick<Store, 'list' | 'get' | 'getMany'> & Required<Pick<Store, 'aggregate'>> = {
     async list (view: View, query: ListQuery): Promise<Page> {
       const predicate = matcher(view, query.filter)
+      if (query.search != null) return searchList(view, query, query.search, predicate)
       const index = indexFor(view.model, query.sort)
       const { window, limit } = query
       let page: Pick<Page, 'items' | 'hasMore'>

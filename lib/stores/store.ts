@@ -14,6 +14,8 @@ export interface StoredRecord<T extends Fields = Fields> {
   readonly version: number
   /** Time of the last write. */
   readonly modifiedAt: Date
+  /** Its relevance to the search a LIST ordered by it (query/search.ts RELEVANCE); absent otherwise. */
+  readonly rank?: number
 }
 
 // The parsed query a store receives is query/'s (store-query.ts); named here too, as part of the contract.

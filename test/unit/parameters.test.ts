@@ -147,7 +147,7 @@ t.test('a repeated parameter is reported once, in the order of the table; lists 
   t.same(Object.values(queryParameters).filter(parameter => parameter.list).map(parameter => parameter.name).sort(), ['expand', 'fields', 'include', 'sort'], 'fields, sort, expand and include read a repetition as a comma list')
   t.same([...odataParameters.values()].filter(parameter => parameter.list).map(parameter => parameter.name).sort(), ['$expand', '$orderby', '$select'], 'and so do their OData names')
   t.same([...itemParameterNames], ['fields', 'expand', 'include', '$select', '$expand'])
-  t.same([...listParameterNames].filter(name => name.startsWith('$')), ['$select', '$filter', '$apply', '$orderby', '$skip', '$top', '$count', '$expand'])
+  t.same([...listParameterNames].filter(name => name.startsWith('$')), ['$select', '$filter', '$apply', '$search', '$orderby', '$skip', '$top', '$count', '$expand'])
 })
 
 t.test('the served document shows each parameter as the table has it', async t => {

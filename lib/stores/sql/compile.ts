@@ -10,6 +10,8 @@ import { ident, join, raw, sql } from './sql.js'
 import type { Sql } from './sql.js'
 import { columnRef, MAIN, typed } from './table.js'
 import type { Column, Table } from './table.js'
+import { relevance, searchCondition } from './search.js'
+import { RELEVANCE } from '../../query/search.js'
 
 export interface CompileContext {
   readonly tableOf: (model: ResourceModel) => Table
@@ -25,6 +27,8 @@ export interface CompiledList {
   readonly estimate?: Sql
   /** A `before` window is read backwards from its anchor; the rows come back reversed. */
   readonly reversed: boolean
+  /** Ordered by relevance: each row ends with it, after the table's select list. */
+  readonly ranked: boolean
 }
 
 type Atom = Extract<FilterNode, { kind: 'compare' | 'in' | 'match' }>
@@ -43,6 +47,7 @@ const NEAR = 'near'
 /** `view`: the view read, of the table's model (whose visible records alone are listed). */
 export function compileList (table: Table, query: ListQuery, context: CompileContext, view: View = table.model): CompiledList {
   const where = conditionsOf(table, query, context, view)
+  const rank = rankOf(table, query, context)
   const from = sql`${table.ref} AS ${ident(MAIN)}`
   const count = query.total ? sql`SELECT count(*) FROM ${from}${whereClause(where)}` : undefined
   // The plan of the rows themselves: the count's own top node is its aggregate, of one row.
@@ -51,20 +56,21 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
   const reversed = window.kind === 'before'
   // A `before` page is the `after` page of the reversed order (NULL stays lowest, so it flips side).
   const sort = reversed ? query.sort.map(key => ({ field: key.field, direction: key.direction === 'asc' ? 'desc' : 'asc' } as const)) : query.sort
-  const order = orderOf(table, sort)
+  const order = orderOf(table, sort, rank)
+  const selectList = rank === null ? table.selectList : sql`${table.selectList}, ${rank}`
   // One row more than asked tells whether more lie beyond the page.
   const limit = sql` ORDER BY ${order} LIMIT ${query.limit + 1}`
   const select = (conditions: readonly Sql[], list: Sql) => sql`SELECT ${list} FROM ${from}${whereClause(conditions)}${limit}`
   let page: Sql
   if (window.kind === 'offset') {
-    page = sql`${select(where, table.selectList)} OFFSET ${window.offset}`
+    page = sql`${select(where, selectList)} OFFSET ${window.offset}`
   } else if (window.values.length === 0) {
     // Before the end: the reversed order from its start.
-    page = select(where, table.selectList)
+    page = select(where, selectList)
   } else {
-    const [near, far] = keyset(table, sort, window.values)
+    const [near, far] = keyset(table, sort, window.values, rank)
     if (far === undefined) {
-      page = select([...where, near], table.selectList)
+      page = select([...where, near], selectList)
     } else {
       // Two ranges, two index scans. The far one is read only when the near one cannot fill the
       // page (the count is computed once, so PostgreSQL skips that scan otherwise); the outer
@@ -72,33 +78,39 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
       // and the order unchanged.
       const rows = sql`${ident(MAIN)}.*`
       const gate = sql`(SELECT count(*) FROM ${ident(NEAR)}) <= ${query.limit}`
-      page = sql`WITH ${ident(NEAR)} AS MATERIALIZED (${select([...where, near], rows)}) SELECT ${table.selectList} FROM (SELECT * FROM ${ident(NEAR)} UNION ALL (${select([...where, far, gate], rows)})) AS ${ident(MAIN)}${limit}`
+      page = sql`WITH ${ident(NEAR)} AS MATERIALIZED (${select([...where, near], rows)}) SELECT ${selectList} FROM (SELECT * FROM ${ident(NEAR)} UNION ALL (${select([...where, far, gate], rows)})) AS ${ident(MAIN)}${limit}`
     }
   }
-  return { page, count, estimate, reversed }
+  return { page, count, estimate, reversed, ranked: rank !== null }
 }
 
 /** Every row of the query, in its order, without a window: what an export's cursor reads (docs/export.md). */
 export function compileExport (table: Table, query: ListQuery, context: CompileContext, view: View = table.model): Sql {
   const where = conditionsOf(table, query, context, view)
-  return sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)}${whereClause(where)} ORDER BY ${orderOf(table, query.sort)}`
+  return sql`SELECT ${table.selectList} FROM ${table.ref} AS ${ident(MAIN)}${whereClause(where)} ORDER BY ${orderOf(table, query.sort, rankOf(table, query, context))}`
 }
 
-/** What a row must meet: the query's filter and the view's row rules. */
+/** What a row must meet: the query's filter, its search and the view's row rules. */
 function conditionsOf (table: Table, query: ListQuery, context: CompileContext, view: View): Sql[] {
   const where: Sql[] = []
   if (query.filter !== null) where.push(compileFilter(table, query.filter, context, view))
   if (view.visible !== undefined) where.push(compileFilter(table, view.visible, context))
+  if (query.search != null) where.push(searchCondition(table, query.search, MAIN, context.caseCollation))
   return where
 }
 
-function orderOf (table: Table, sort: readonly SortKey[]): Sql {
+/** A search's relevance, where the sort asks for it (its RELEVANCE key); null otherwise. */
+function rankOf (table: Table, query: ListQuery, context: CompileContext): Sql | null {
+  return query.search != null && query.sort.some(key => key.field === RELEVANCE) ? relevance(table, query.search, MAIN, context.caseCollation) : null
+}
+
+function orderOf (table: Table, sort: readonly SortKey[], rank: Sql | null): Sql {
   // NULL sorts lowest (spec "Sorting" 3). On a column that holds no NULL the clause is left out:
   // PostgreSQL would not match NULLS FIRST against a plain index, and would sort the whole table.
   return join(sort.map(key => {
-    const col = column(table, key.field)
-    const nulls = col.canBeNull ? (key.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : ''
-    return sql`${columnRef(MAIN, col)} ${raw(DIRECTIONS[key.direction] + nulls)}`
+    const { ref, canBeNull } = sortTerm(table, key.field, rank)
+    const nulls = canBeNull ? (key.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : ''
+    return sql`${ref} ${raw(DIRECTIONS[key.direction] + nulls)}`
   }), ', ')
 }
 
@@ -110,6 +122,13 @@ function column (table: Table, field: string): Column {
   return table.columns.get(field) as Column
 }
 
+/** A sort key's expression: its column, or the search's relevance (an integer, never null). */
+function sortTerm (table: Table, field: string, rank: Sql | null): { ref: Sql, canBeNull: boolean, type: FieldType } {
+  if (field === RELEVANCE && rank !== null) return { ref: rank, canBeNull: false, type: 'integer' }
+  const col = column(table, field)
+  return { ref: columnRef(MAIN, col), canBeNull: col.canBeNull, type: col.field.type }
+}
+
 interface Key { readonly ref: Sql, readonly value: Sql | null, readonly asc: boolean, readonly canBeNull: boolean }
 
 /**
@@ -118,10 +137,10 @@ interface Key { readonly ref: Sql, readonly value: Sql | null, readonly asc: boo
  * group, which no comparison with a value reaches (NULL is lowest: before the values ascending,
  * after them descending). Without the split PostgreSQL would read through that group, or from the top.
  */
-function keyset (table: Table, sort: readonly SortKey[], anchor: readonly unknown[]): Sql[] {
+function keyset (table: Table, sort: readonly SortKey[], anchor: readonly unknown[], rank: Sql | null): Sql[] {
   const keys: Key[] = sort.map((key, i) => {
-    const col = column(table, key.field)
-    return { ref: columnRef(MAIN, col), value: anchor[i] == null ? null : typed(anchor[i], col.field.type), asc: key.direction === 'asc', canBeNull: col.canBeNull }
+    const { ref, canBeNull, type } = sortTerm(table, key.field, rank)
+    return { ref, value: anchor[i] == null ? null : typed(anchor[i], type), asc: key.direction === 'asc', canBeNull }
   })
   const [first, ...rest] = keys
   if (first.value === null) {

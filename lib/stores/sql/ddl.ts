@@ -9,6 +9,7 @@ import { ident, join, quoteIdent, raw, sql, toQuery } from './sql.js'
 import type { Sql } from './sql.js'
 import { columnTypes, writeValue } from './table.js'
 import type { Column, Table } from './table.js'
+import { documentVector } from './search.js'
 
 export type Run = (fragment: Sql) => Promise<unknown[][]>
 
@@ -65,6 +66,8 @@ function label (table: Table): string {
 export interface MigrateOptions {
   /** False: only check the tables (option `migrate: false`); nothing is created, added or filled. */
   readonly alter: boolean
+  /** The collation search's lower() uses (search.ts); its index is made when given. */
+  readonly caseCollation?: string
 }
 
 /**
@@ -127,6 +130,11 @@ export async function migrate (run: Run, schema: string, tables: readonly Table[
       // NULLS FIRST as the order asks (spec "Sorting" 3); read backwards it serves descending order too.
       const nulls = column.canBeNull || nullable.get(table)?.has(column.name) === true ? raw(' NULLS FIRST') : raw('')
       await run(sql`CREATE INDEX IF NOT EXISTS ${ident(indexName(table.name, column.name))} ON ${table.ref} (${ident(column.name)}${nulls}, ${ident(table.id.name)})`)
+    }
+    // `search=` of a caller who may read every searchable field: the expression it runs (search.ts).
+    const searchable = table.model.searchable ?? []
+    if (searchable.length > 0 && options.caseCollation !== undefined) {
+      await run(sql`CREATE INDEX IF NOT EXISTS ${ident(shortName(`${table.name}_search`))} ON ${table.ref} USING gin (${documentVector(table, searchable, null, options.caseCollation)})`)
     }
   }
   return nullable

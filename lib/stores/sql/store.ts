@@ -216,7 +216,7 @@ export class SqlStore implements Store {
       const models = connected(model)
       const tables = models.map(m => this.#tableOf(m))
       const { schema, migrate: alter } = this.#settings
-      const upgrade = async (query: QueryFunction) => await migrate(fragment => run(query, fragment), schema, tables, m => this.#tableOf(m), { alter })
+      const upgrade = async (query: QueryFunction) => await migrate(fragment => run(query, fragment), schema, tables, m => this.#tableOf(m), { alter, caseCollation: this.#settings.caseCollation })
       ready = (alter ? this.#db.transaction(upgrade) : upgrade(this.#db.query)).then(nullable => {
         // Columns the database still lets hold NULL sort and page as nullable, whatever the schema says.
         for (const [table, columns] of nullable) this.#tables.set(table.model, this.#resolve(table.model, columns))
@@ -314,7 +314,7 @@ export class SqlStore implements Store {
     const on = await this.#readQuery()
     const rows = await this.#run(compiled.page, 'list', model, undefined, on)
     const hasMore = rows.length > query.limit
-    const items = rows.slice(0, query.limit).map(row => table.decode(row))
+    const items = rows.slice(0, query.limit).map(row => compiled.ranked ? Object.freeze({ ...table.decode(row), rank: Number(row[row.length - 1]) }) : table.decode(row))
     if (compiled.reversed) items.reverse()
     let total: number | undefined
     if (compiled.count !== undefined) {

@@ -1,0 +1,56 @@
+// `search=` in PostgreSQL (query/search.ts): full-text search with the 'simple' configuration
+// (no stemming, no stop words) over the text query/search.ts defines: lower() under the store's
+// case collation (JavaScript's case mapping where the server has one), then translate() with
+// FOLD's two strings (Latin accents to their letter, punctuation to a space), so each token the
+// parser finds is a word as the memory store finds it. Immutable, unlike unaccent(), which is not
+// installed everywhere (PGlite) and folds differently from the memory store: migrate (ddl.ts)
+// indexes the document of every searchable field with GIN, and a caller who may read them all
+// searches that same expression, so the index serves it.
+import { FOLD, rankedTerms } from '../../query/search.js'
+import type { Search, SearchNode } from '../../query/search.js'
+import { ident, join, raw, sql } from './sql.js'
+import type { Sql } from './sql.js'
+import type { Table } from './table.js'
+
+/** A constant in the statement's text, not a placeholder: an index expression holds no parameter, and the query must spell it alike. */
+function constant (text: string): Sql {
+  return raw(`E'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`)
+}
+
+const from = constant(FOLD.from)
+const to = constant(FOLD.to)
+
+/** The tsvector of a record's searched fields, one after the other (as query/search.ts documentOf joins them). */
+export function documentVector (table: Table, fields: readonly string[], alias: string | null, caseCollation: string): Sql {
+  const texts = fields.map(field => {
+    const name = table.columns.get(field)?.name as string
+    return sql`coalesce(${alias === null ? ident(name) : ident(alias, name)}, '')`
+  })
+  const text = texts.length === 1 ? texts[0] : join(texts, " || ' ' || ")
+  return sql`to_tsvector('simple'::regconfig, translate(lower((${text}) COLLATE ${ident(caseCollation)}), ${from}, ${to}))`
+}
+
+/** The expression as tsquery text; the words hold only letters and digits, so quoting them is safe. */
+function queryText (node: SearchNode): string {
+  switch (node.kind) {
+    case 'term': return `(${node.words.map(word => `'${word}'`).join(' <-> ')})`
+    case 'and': return `(${queryText(node.left)} & ${queryText(node.right)})`
+    case 'or': return `(${queryText(node.left)} | ${queryText(node.right)})`
+    case 'not': return `!${queryText(node.operand)}`
+  }
+}
+
+const tsquery = (node: SearchNode) => sql`to_tsquery('simple'::regconfig, ${queryText(node)})`
+
+/** The search as a condition on the main table. */
+export function searchCondition (table: Table, search: Search, alias: string, caseCollation: string): Sql {
+  return sql`${documentVector(table, search.fields, alias, caseCollation)} @@ ${tsquery(search.node)}`
+}
+
+/** The relevance (query/search.ts RELEVANCE): how many of the terms outside a NOT the record holds. */
+export function relevance (table: Table, search: Search, alias: string, caseCollation: string): Sql {
+  const terms = rankedTerms(search.node)
+  if (terms.length === 0) return raw('0')
+  const vector = documentVector(table, search.fields, alias, caseCollation)
+  return sql`(${join(terms.map(term => sql`(${vector} @@ ${tsquery(term)})::integer`), ' + ')})`
+}
