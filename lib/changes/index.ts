@@ -77,7 +77,8 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
       const webhooksModel = models.find(model => model.name === WEBHOOKS) as ResourceModel
       const hooks = createWebhooks(settings.webhooks, store, wakeups, changePresenter(context.models, context.views), app.log, webhooksModel)
       app.addHook('onReady', async function startWebhooks () { hooks.start() })
-      app.addHook('onClose', async function stopWebhooks () { await hooks.stop() })
+      // Before the store closes (onClose), so that an attempt cut short is handed back at once.
+      app.addHook('preClose', async function stopWebhooks () { await hooks.stop() })
       // The CREATE answer of a subscription is the only one that carries its secret.
       app.addHook('preSerialization', async function revealWebhookSecret (request, reply, payload) {
         return request.routeOptions.config.route?.resource === webhooksModel ? await hooks.revealSecret(request, reply, payload) : payload

@@ -72,7 +72,7 @@ export function resolveAsync (value: unknown): ResolvedAsync | null {
   })
 }
 
-/** The kind of job a resource write is (work/queue.ts runs kinds; webhook deliveries are another). */
+/** The kind of job a resource write is (work/queue.ts runs kinds; this is the only one yet). */
 export const WRITE_JOB = 'write'
 
 /** The request as kept: what the operation reads, and what the monitor shows. The principal must be JSON. */
