@@ -108,7 +108,7 @@ async function checkSpectral (t: Test, document: Json) {
 
 const problemXmlRef = '#/components/schemas/Problem'
 // The routes of one media type answer their problems in JSON only (http/negotiation.ts).
-const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/batch', '/operations/{id}', '/changes'])
+const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/batch', '/operations/{id}', '/changes', '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{deliveryId}/retry'])
 
 /**
  * Invariants every document keeps, whatever the options: problem+json refers to the configured

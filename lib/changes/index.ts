@@ -57,6 +57,8 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
   let warnOf: (error: unknown) => void = () => {}
   const recording = recordingStore(store, {
     keepsPrevious,
+    // Subscriptions are no one's news, and the log (published whole to NATS) must not hold their secrets.
+    records: settings.webhooks === null ? undefined : model => model.name !== WEBHOOKS,
     committed () {
       wakeups.committed()
       purgeNowAndThen(warnOf)

@@ -256,8 +256,6 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     await store.transaction(async tx => {
       made = 0
       for (const change of read.changes) {
-        // A subscription's own writes are no one's news.
-        if (change.resource === WEBHOOKS) continue
         for (const subscription of subscriptions) {
           const resources = subscription.resources as string[] | null
           if (resources !== null && !resources.includes(change.resource)) continue
