@@ -30,6 +30,7 @@ t.test('with no environment every setting takes its documented default', async t
     changesRetention: '7 days',
     redisUrl: undefined,
     natsUrl: undefined,
+    webhookAllowedHosts: ['127.0.0.1', 'localhost'],
     seed: true,
     mcp: true
   })
@@ -52,6 +53,7 @@ t.test('every setting is read from its variable', async t => {
     CHANGES_RETENTION: '2 days',
     REDIS_URL: 'redis://127.0.0.1:6379',
     NATS_URL: 'nats://127.0.0.1:4222',
+    WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com',
     SEED: 'false',
     MCP: 'false'
   })
@@ -76,6 +78,7 @@ t.test('every setting is read from its variable', async t => {
     changesRetention: '2 days',
     redisUrl: 'redis://127.0.0.1:6379',
     natsUrl: 'nats://127.0.0.1:4222',
+    webhookAllowedHosts: ['hooks.example.com'],
     seed: false,
     mcp: false
   })

@@ -238,7 +238,7 @@ for (const route of routes) {
 
 t.test('CORS preflights to every resource path answer without credentials, and only for the allowed origin', async t => {
   const paths = [...new Set(routes.filter(route => classify(route) === 'resource').map(route => route.url))]
-  t.equal(paths.length, 8)
+  t.equal(paths.length, 10)
   for (const path of paths) {
     const url = path.replace(':id', await fresh(resourcePaths[path].resources))
     const preflight = (origin: string) => app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'authorization, content-type' } })
