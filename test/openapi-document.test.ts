@@ -20,10 +20,11 @@ t.teardown(() => app.close())
 const served = await app.inject({ url: '/v1/openapi.json' })
 const document = served.json() as Json
 
-t.test('at most 200 KB, its parts shared', async t => {
+t.test('at most 250 KB, its parts shared', async t => {
   // The target is 150 KB, not met: what remains is one reference per documented status and
   // parameter (178 KB), and the OData names of every LIST (187 KB). A guard against growth until then.
-  t.ok(served.body.length <= 200 * 1024, `${served.body.length} bytes, at most 200 KB`)
+  // 250 KB since the demo serves a fourth resource, webhooks (about 45 KB of it).
+  t.ok(served.body.length <= 250 * 1024, `${served.body.length} bytes, at most 250 KB`)
   const components = document.components as Json
   t.ok(Object.keys(components.responses).length > 0 && Object.keys(components.parameters).length > 0 && Object.keys(components.headers).length > 0, 'responses, parameters and headers under components')
   const operations = Object.values(inlined(document).paths as Json).flatMap(item => Object.values(item as Json))
