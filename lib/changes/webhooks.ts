@@ -91,8 +91,8 @@ export const WEBHOOKS = 'webhooks'
 
 const Webhook = Type.Object({
   id: Type.Readonly(Type.String({ description: 'Server-assigned identifier (UUIDv7).' })),
-  url: Type.String({ maxLength: 2000, description: 'Where changes are POSTed: an http: or https: URL whose host the server allows.' }),
-  resources: Type.Optional(Type.Union([Type.Array(Type.String(), { maxItems: 100 }), Type.Null()], { description: 'The resources (plural names) whose changes are sent; null: every one.' })),
+  url: Type.String({ maxLength: 2000, description: 'Where changes are POSTed: an http: or https: URL whose host the server allows.', examples: ['http://127.0.0.1:8080/hooks'] }),
+  resources: Type.Optional(Type.Union([Type.Array(Type.String(), { maxItems: 100 }), Type.Null()], { description: 'The resources (plural names) whose changes are sent; null: every one.', examples: [null] })),
   active: Type.Optional(Type.Boolean({ default: true, description: 'An inactive subscription receives nothing.' })),
   secret: Type.ReadonlyOptional(Type.String({ description: 'The signing secret, `whsec_` and base64: in the CREATE answer only.' })),
   ownerId: Type.Readonly(Type.String({ description: 'The caller who created it (set by the server).' })),

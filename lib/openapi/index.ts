@@ -288,7 +288,7 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
   const properties = envelope.properties as Record<string, JsonSchema>
   if (format === 'array') {
     // An empty enum is no schema: a resource without relations has a RETRIEVE with no links.
-    properties.links = rels.length === 0 ? { type: 'array', description, maxItems: 0 } : { type: 'array', description, items: link({ type: 'string', enum: [...navigation, ...related] }, owner) }
+    properties.links = rels.length === 0 ? { type: 'array', description, maxItems: 0, items: link({ type: 'string' }) } : { type: 'array', description, items: link({ type: 'string', enum: [...navigation, ...related] }, owner) }
     return
   }
   const keyed: Record<string, JsonSchema> = {}
