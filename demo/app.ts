@@ -38,7 +38,8 @@ export function demoSecurityOptions (config: DemoConfig, redis?: Redis): Pick<Ap
       bearer: presented => token(presented),
       // An empty API_KEYS turns the legacy method off.
       apiKeys: config.apiKeys.size > 0 ? principals('key', config.apiKeys) : undefined,
-      authorize: ({ principal, method }) => principal.right !== 'read' || readMethods.has(method)
+      // Webhook subscriptions are for callers who may write, even to read them.
+      authorize: ({ principal, method, resource }) => principal.right !== 'read' || (readMethods.has(method) && resource !== 'webhooks')
     }),
     // The docs page's console sends its requests from the demo's own origin (a browser sends Origin
     // on a same-origin POST): accepted besides ALLOWED_ORIGINS, so "Test Request" works wherever
@@ -97,7 +98,12 @@ export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Red
     // Prefer: respond-async on every write: 202 and /v1/operations/{id}, which admins see of every caller.
     async: { seesAll: principal => (principal as DemoPrincipal).right === 'admin' },
     // NATS_URL: every change also to JetStream, stream API_CHANGES, subjects api.changes.<resource>.
-    changes: { retention: config.changesRetention, ...config.natsUrl === undefined ? {} : { nats: { url: config.natsUrl } } },
+    // /v1/webhooks: callers' subscriptions, each change POSTed to those whose host WEBHOOK_ALLOWED_HOSTS lists; admins see every caller's.
+    changes: {
+      retention: config.changesRetention,
+      ...config.natsUrl === undefined ? {} : { nats: { url: config.natsUrl } },
+      webhooks: { allowedHosts: config.webhookAllowedHosts, ownerOf: principal => (principal as DemoPrincipal).user, seesAll: principal => (principal as DemoPrincipal).right === 'admin' }
+    },
     // /v1/mcp: AI agents use the API with their caller's token and rights (docs/mcp.md).
     mcp: config.mcp,
     openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },

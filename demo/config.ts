@@ -31,6 +31,8 @@ export interface DemoConfig {
   readonly redisUrl: string | undefined
   /** NATS_URL: also publish every change to NATS JetStream (stream API_CHANGES); none: off. */
   readonly natsUrl: string | undefined
+  /** WEBHOOK_ALLOWED_HOSTS: the hosts webhook URLs may name; every other one is refused. */
+  readonly webhookAllowedHosts: readonly string[]
   /** Write the sample catalogue (seed.ts) into an empty store at start-up. */
   readonly seed: boolean
   /** MCP: serve the MCP endpoint at /v1/mcp. */
@@ -81,6 +83,7 @@ export function loadConfig (env: Env): DemoConfig {
     changesRetention: duration(env.CHANGES_RETENTION ?? '7 days', 'CHANGES_RETENTION'),
     redisUrl: redis(env.REDIS_URL),
     natsUrl: nats(env.NATS_URL),
+    webhookAllowedHosts: hosts(env.WEBHOOK_ALLOWED_HOSTS ?? '127.0.0.1,localhost'),
     seed: boolean(env, 'SEED', true),
     mcp: boolean(env, 'MCP', true)
   })
@@ -142,6 +145,15 @@ function entries (name: string, text: string, shape: string, parse: (parts: stri
     result.set(...parsed)
   }
   return result
+}
+
+/** Host names or addresses, comma-separated: no scheme, port or path. */
+function hosts (text: string): string[] {
+  const list = text.split(',').map(host => host.trim()).filter(host => host !== '')
+  // A colon only in an IPv6 address: a port is not part of a host.
+  const bad = list.find(host => /[\s/@?#]/.test(host) || (host.includes(':') && !/^\[?[0-9a-fA-F:.]+\]?$/.test(host)))
+  if (bad !== undefined) throw new ConfigError('WEBHOOK_ALLOWED_HOSTS', `entries must be host names or addresses (no scheme, port or path), received '${bad}'`)
+  return list
 }
 
 function origins (text: string): string[] {

@@ -40,7 +40,8 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const { rulesOf } = context
   // Stores that keep tables check or upgrade them now: a schema the database cannot serve stops start-up.
   const stores = new Set(models.map(assigned))
-  for (const store of stores) await store.prepare?.(models.filter(model => assigned(model) === store), { idempotencyKeys: options.idempotency !== null, jobs: options.async !== null, changes: changes !== null })
+  // The feed's own models (webhook deliveries) are kept in the resources' one store.
+  for (const store of stores) await store.prepare?.([...models.filter(model => assigned(model) === store), ...changes?.ownModels ?? []], { idempotencyKeys: options.idempotency !== null, jobs: options.async !== null, changes: changes !== null })
   if (options.metrics !== null) app.addHook('onClose', options.metrics.watch(stores))
   if (options.cursorSecretGenerated) warnOfRandomSecret(app.log)
 
@@ -85,6 +86,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   if (changes !== null) {
     registerRoute(app, changes.spec(context, schemaOptionsFor(context), app))
     await changes.publish(context, app)
+    for (const spec of changes.webhooks(context, app)) registerRoute(app, spec)
   }
   if (options.mcp !== null) registerRoute(app, await mcpRouteSpec(options.mcp, context, core))
   if (options.problemTypeBase === undefined) registerProblemPages(app, schemaOptionsFor(context))

@@ -23,6 +23,7 @@ import { resolveBatch } from './routes/batch.js'
 import { resolveAsync } from './work/async-writes.js'
 import type { AsyncOptions, ResolvedAsync } from './work/async-writes.js'
 import { resolveChanges } from './changes/options.js'
+import { webhooksResource } from './changes/webhooks.js'
 import type { ChangesOptions, ResolvedChanges } from './changes/options.js'
 import { resolveMcp } from './mcp/options.js'
 import type { McpOptions, ResolvedMcp } from './mcp/options.js'
@@ -247,8 +248,12 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
   if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) throw new OptionsInvalidError(`cursorTtlSeconds must be a positive number, received ${JSON.stringify(ttl)}`)
   const typeBase = options.problemTypeBase
   if (typeBase !== undefined && typeof typeBase !== 'string') throw new OptionsInvalidError(`problemTypeBase must be a string, received ${JSON.stringify(typeBase)}`)
+  const changes = resolveChanges(options.changes)
+  // Webhook subscriptions are a resource of their own, kept with the others (changes/webhooks.ts).
+  const served = options.resources.map(resource => resource.name)
+  const resources = changes?.webhooks == null ? options.resources : [...options.resources, webhooksResource(changes.webhooks, options.resources[0].store, () => served)]
   return Object.freeze({
-    resources: options.resources,
+    resources,
     errorFormat: oneOf(options, 'errorFormat', ['flat', 'envelope'], 'flat'),
     singleResource: oneOf(options, 'singleResource', ['nested', 'flat'], 'nested'),
     links: oneOf(options, 'links', ['array', 'object'], 'array'),
@@ -267,14 +272,14 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
     headerProfile: oneOf(options, 'headerProfile', ['api', 'document'], 'api'),
     featurePolicyHeader: oneOf(options, 'featurePolicyHeader', ['feature-policy', 'permissions-policy'], 'feature-policy'),
     deprecation: resolveDeprecation(options.deprecation, 'deprecation'),
-    resourcePolicies: resolveResourcePolicies(options.resourcePolicies, (options.resources as Array<{ name: string } | null>).map(r => String(r?.name))),
+    resourcePolicies: resolveResourcePolicies(options.resourcePolicies, (resources as Array<{ name: string } | null>).map(r => String(r?.name))),
     maxQueryLength: positiveInteger(options.maxQueryLength, 'maxQueryLength') ?? 4096,
     bodyLimit: positiveInteger(options.bodyLimit, 'bodyLimit'),
     handlerTimeout: positiveInteger(options.handlerTimeout, 'handlerTimeout'),
     idempotency: resolveIdempotency(options.idempotency),
     batch: resolveBatch(options.batch),
     async: resolveAsync(options.async),
-    changes: resolveChanges(options.changes),
+    changes,
     mcp: resolveMcp(options.mcp),
     openapi: resolveOpenApiInfo(options.openapi),
     docsPage: options.docsPage === undefined ? undefined : flag(options, 'docsPage'),

@@ -9,7 +9,7 @@ import type { Store } from './stores/store.js'
 import type { Views } from './rules/view.js'
 
 /** What a route does: a resource operation, a batch of them, an asynchronous operation's status, the change feed, the MCP endpoint, or one of the plugin's own pages. */
-export type RouteOperation = AuthorizedOperation | 'batch' | 'operation-status' | 'changes' | 'mcp' | 'document' | 'docs' | 'problem-types'
+export type RouteOperation = AuthorizedOperation | 'batch' | 'operation-status' | 'changes' | 'webhook-deliveries' | 'webhook-retry' | 'mcp' | 'document' | 'docs' | 'problem-types'
 
 export interface RouteSpec {
   /** GET routes serve HEAD too (RETRIEVE HEADERS): Fastify derives the HEAD route, with this spec. */

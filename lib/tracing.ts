@@ -65,6 +65,8 @@ const operationNames = {
   batch: 'BATCH',
   'operation-status': 'OPERATION STATUS',
   changes: 'CHANGES',
+  'webhook-deliveries': 'WEBHOOK DELIVERIES',
+  'webhook-retry': 'WEBHOOK RETRY',
   mcp: 'MCP',
   document: 'OPENAPI DOCUMENT',
   docs: 'DOCS PAGE',

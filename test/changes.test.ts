@@ -97,7 +97,12 @@ t.test('boot errors name the option', async t => {
   await t.rejects(app, { code: 'API_ERR_OPTIONS_INVALID', message: /changes\.retention/ })
   t.throws(() => resolveChanges({ retension: 1 }), { message: /retension/ })
   t.throws(() => resolveChanges('yes'), { message: /changes must be a boolean or an object/ })
-  t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000, nats: null })
+  t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000, nats: null, webhooks: null })
+  t.throws(() => resolveChanges({ webhooks: {} }), { message: /changes.webhooks.allowedHosts must be host names/ })
+  t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], retrySchedule: [-1] } }), { message: /changes.webhooks.retrySchedule/ })
+  t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], timeout: 0 } }), { message: /changes.webhooks.timeout/ })
+  t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], hosts: [] } }), { message: /hosts/ })
+  t.same([...(resolveChanges({ webhooks: { allowedHosts: 'Hooks.Example.com, [::1]' } })?.webhooks?.allowedHosts ?? [])], ['hooks.example.com', '::1'])
   const logless = { ...memoryStore(), appendChanges: undefined }
   await t.rejects(buildApp(t, { store: logless as Store, changes: true }), { message: /a store with a change log/ })
   const Thing = Type.Object({ id: Type.Readonly(Type.String()), name: Type.String() }, { additionalProperties: false })

@@ -30,6 +30,7 @@ t.test('with no environment every setting takes its documented default', async t
     changesRetention: '7 days',
     redisUrl: undefined,
     natsUrl: undefined,
+    webhookAllowedHosts: ['127.0.0.1', 'localhost'],
     seed: true,
     mcp: true
   })
@@ -52,6 +53,7 @@ t.test('every setting is read from its variable', async t => {
     CHANGES_RETENTION: '2 days',
     REDIS_URL: 'redis://127.0.0.1:6379',
     NATS_URL: 'nats://127.0.0.1:4222',
+    WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com',
     SEED: 'false',
     MCP: 'false'
   })
@@ -76,6 +78,7 @@ t.test('every setting is read from its variable', async t => {
     changesRetention: '2 days',
     redisUrl: 'redis://127.0.0.1:6379',
     natsUrl: 'nats://127.0.0.1:4222',
+    webhookAllowedHosts: ['hooks.example.com'],
     seed: false,
     mcp: false
   })
@@ -141,8 +144,20 @@ t.test('NATS_URL: host:port without nats://, several comma-separated; empty, non
 t.test('the demo publishes its changes to NATS (stream API_CHANGES, api.changes.<resource>) only with NATS_URL', async t => {
   const store = memoryStore()
   t.teardown(() => store.close())
-  t.same(demoPluginOptions(loadConfig({ STORE: 'memory', NATS_URL: 'nats://broker:4222' }), store).changes, { retention: '7 days', nats: { url: 'nats://broker:4222' } })
-  t.same(demoPluginOptions(loadConfig({ STORE: 'memory' }), store).changes, { retention: '7 days' })
+  t.match(demoPluginOptions(loadConfig({ STORE: 'memory', NATS_URL: 'nats://broker:4222' }), store).changes, { retention: '7 days', nats: { url: 'nats://broker:4222' } })
+  t.notOk('nats' in (demoPluginOptions(loadConfig({ STORE: 'memory' }), store).changes as object))
+})
+
+t.test('WEBHOOK_ALLOWED_HOSTS: the hosts webhook URLs may name, 127.0.0.1 and localhost by default', async t => {
+  const store = memoryStore()
+  t.teardown(() => store.close())
+  t.same(loadConfig({}).webhookAllowedHosts, ['127.0.0.1', 'localhost'])
+  t.same(loadConfig({ WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com, [::1] ,10.0.0.5' }).webhookAllowedHosts, ['hooks.example.com', '[::1]', '10.0.0.5'])
+  t.same(loadConfig({ WEBHOOK_ALLOWED_HOSTS: '' }).webhookAllowedHosts, [])
+  for (const bad of ['https://hooks.example.com', 'hooks.example.com:8443', 'a b', 'hooks.example.com/x']) {
+    t.throws(() => loadConfig({ WEBHOOK_ALLOWED_HOSTS: bad }), { name: 'ConfigError', setting: 'WEBHOOK_ALLOWED_HOSTS' }, bad)
+  }
+  t.match(demoPluginOptions(loadConfig({ STORE: 'memory', WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com' }), store).changes, { webhooks: { allowedHosts: ['hooks.example.com'] } })
 })
 
 t.test('REDIS_URL accepts rediss:// too', async t => {

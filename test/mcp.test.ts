@@ -198,7 +198,7 @@ t.test('a read token sees no write tools; a write token sees them, with annotati
     update: [false, true, false],
     delete: [false, true, true]
   })
-  t.same(tools.find(tool => tool.name === 'list')?.inputSchema.properties?.resource, { type: 'string', enum: ['authors', 'books', 'reviews'] })
+  t.same(tools.find(tool => tool.name === 'list')?.inputSchema.properties?.resource, { type: 'string', enum: ['authors', 'books', 'reviews', 'webhooks'] })
 })
 
 t.test('the demo\'s tool list stays under 4,000 tokens (characters / 4)', async t => {

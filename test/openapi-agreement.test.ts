@@ -309,6 +309,20 @@ t.test('every operation, error and paging case: the document and the server agre
   await send({ url: '/v1/books', headers: { authorization: 'Bearer wrong' } })
   await send({ method: 'POST', url: '/v1/books', headers: { authorization: 'Bearer read-token' }, payload: { title: 'T', authorId: authors[0].id } })
 
+  // Webhooks: the subscriptions (a resource), a refused URL, their deliveries, a retry of none.
+  const webhook = (await send({ method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hook', resources: ['books'] } })).json().data.webhook
+  const hooked = `/v1/webhooks/${webhook.id}`
+  for (const url of ['/v1/webhooks', hooked, `${hooked}/deliveries?pageSize=5`]) {
+    for (const method of ['GET', 'HEAD']) await send({ method, url })
+  }
+  for (const url of ['/v1/webhooks', hooked]) await send({ method: 'OPTIONS', url })
+  await send({ method: 'PUT', url: hooked, payload: { url: 'http://127.0.0.1:9/other', resources: null } })
+  await send({ method: 'PATCH', url: hooked, headers: { 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ active: false }) })
+  await send({ method: 'POST', url: '/v1/webhooks', payload: { url: 'http://example.com/hook' } })
+  await send({ url: `${hooked}/deliveries?pageSize=0` })
+  await send({ method: 'POST', url: `${hooked}/deliveries/nope/retry` })
+  await send({ method: 'DELETE', url: hooked })
+
   const operations = Object.values(check.document.paths as Json).flatMap(item => Object.values(item as Json).map(operation => operation.operationId as string))
   t.same(operations.filter(id => !check.reached.has(id)), [], 'every documented operation is exercised')
   t.same(check.disagreements, [], 'no disagreement')

@@ -21,11 +21,12 @@ t.teardown(() => app.close())
 const served = await app.inject({ url: '/v1/openapi.json' })
 const document = served.json() as Json
 
-t.test('at most 204 KB, its parts shared', async t => {
+t.test('at most 260 KB, its parts shared', async t => {
   // The target is 150 KB, not met: what remains is one reference per documented status and
-  // parameter (178 KB), and the OData names of every LIST (187 KB). A guard against growth until then;
-  // raised from 200 KB for `search` and `$search` (two references on each LIST and HEAD of a collection).
-  t.ok(served.body.length <= 204 * 1024, `${served.body.length} bytes, at most 204 KB`)
+  // parameter (178 KB), and the OData names of every LIST (187 KB). A guard against growth until
+  // then, raised with each capability the demo gained: search and $search on every LIST and HEAD,
+  // apply, the exports' media types, and a fourth resource, webhooks (about 45 KB).
+  t.ok(served.body.length <= 260 * 1024, `${served.body.length} bytes, at most 260 KB`)
   const components = document.components as Json
   t.ok(Object.keys(components.responses).length > 0 && Object.keys(components.parameters).length > 0 && Object.keys(components.headers).length > 0, 'responses, parameters and headers under components')
   const operations = Object.values(inlined(document).paths as Json).flatMap(item => Object.values(item as Json))

@@ -57,7 +57,7 @@ t.test('the demo: every write body has an example, and the server takes it', asy
   t.teardown(() => app.close())
   await app.ready()
   const examples = await examplesOf(t, app)
-  const writes = ['authors', 'books', 'reviews'].flatMap(name => [`POST /${name}`, `PUT /${name}/{id}`, `PATCH /${name}/{id}`])
+  const writes = ['authors', 'books', 'reviews', 'webhooks'].flatMap(name => [`POST /${name}`, `PUT /${name}/{id}`, `PATCH /${name}/{id}`])
   t.same([...examples.keys()].sort(), [...writes, 'POST /batch'].sort(), 'every documented write body, and the batch')
 
   const send = async (method: 'POST' | 'PUT' | 'PATCH', url: string, body: unknown, type = 'application/json') =>
@@ -101,8 +101,8 @@ t.test('the demo: every write body has an example, and the server takes it', asy
   // The batch refers to the records it creates by lid: it runs as it stands.
   const batch = await send('POST', '/batch', example('POST /batch'))
   t.equal(batch.statusCode, 200, batch.body)
-  t.same(batch.json().data.results.map((result: Json) => result.status), [201, 201, 201])
-  t.same(example('POST /batch').operations.map((operation: Json) => operation.resource), ['authors', 'books', 'reviews'], 'each after what it refers to')
+  t.same(batch.json().data.results.map((result: Json) => result.status), [201, 201, 201, 201])
+  t.same(example('POST /batch').operations.map((operation: Json) => operation.resource), ['authors', 'books', 'reviews', 'webhooks'], 'each after what it refers to')
 })
 
 // Formats, enums, bounds, patterns, nesting, and the schema's own examples and defaults.

@@ -108,7 +108,7 @@ async function checkSpectral (t: Test, document: Json) {
 
 const problemXmlRef = '#/components/schemas/Problem'
 // The routes of one media type answer their problems in JSON only (http/negotiation.ts).
-const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/batch', '/operations/{id}', '/changes'])
+const jsonOnly = new Set(['/openapi.json', '/problems', '/problems/{slug}', '/batch', '/operations/{id}', '/changes', '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{deliveryId}/retry'])
 
 /**
  * Invariants every document keeps, whatever the options: problem+json refers to the configured
@@ -183,12 +183,15 @@ t.test('the demo document', async t => {
       'get /reviews/{id}': 'getReview',
       'patch /reviews/{id}': 'modifyReview',
       'delete /reviews/{id}': 'deleteReview',
+      'post /webhooks': 'createWebhook',
+      'get /webhooks/{id}/deliveries': 'listWebhookDeliveries',
+      'post /webhooks/{id}/deliveries/{deliveryId}/retry': 'retryWebhookDelivery',
       'get /openapi.json': 'getOpenApiDocument',
       'get /problems': 'listProblemTypes',
       'get /problems/{slug}': 'getProblemType'
     })
     t.same(document.servers, [{ url: '/v1' }])
-    t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'reviews', 'batch', 'changes', 'documentation'])
+    t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'reviews', 'webhooks', 'batch', 'changes', 'documentation'])
     t.same(Object.keys(document.paths).filter(path => path.includes('review')).sort(), ['/books/{id}/reviews', '/reviews', '/reviews/{id}'])
   })
 

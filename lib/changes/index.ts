@@ -14,7 +14,9 @@ import { changePresenter, unrestricted } from './present.js'
 import type { ResolvedChanges } from './options.js'
 import { recordingStore } from './recording.js'
 import { createWakeups } from './wakeups.js'
+import { createWebhooks, WEBHOOKS, webhookModels } from './webhooks.js'
 import { changesRouteSchema } from './schema.js'
+import { schemaOptionsFor } from '../routes/route-schema.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
 
 /** How often the changes past retention are purged, at most. */
@@ -27,6 +29,10 @@ export interface Changes {
   readonly spec: (context: OperationContext, schemaOptions: SchemaOptions, app: FastifyInstance) => RouteSpec
   /** With `nats`: the publisher, started when the app is ready and stopped as it closes. */
   readonly publish: (context: OperationContext, app: FastifyInstance) => Promise<void>
+  /** With `webhooks`: the routes of deliveries, and the fan-out and sender, started when the app is ready and stopped as it closes. */
+  readonly webhooks: (context: OperationContext, app: FastifyInstance) => RouteSpec[]
+  /** The models the store keeps for the feed's own use (webhook deliveries), prepared with the resources'. */
+  readonly ownModels: readonly ResourceModel[]
 }
 
 /**
@@ -51,6 +57,8 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
   let warnOf: (error: unknown) => void = () => {}
   const recording = recordingStore(store, {
     keepsPrevious,
+    // Subscriptions are no one's news, and the log (published whole to NATS) must not hold their secrets.
+    records: settings.webhooks === null ? undefined : model => model.name !== WEBHOOKS,
     committed () {
       wakeups.committed()
       purgeNowAndThen(warnOf)
@@ -64,6 +72,20 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
       const publisher = await natsPublisher(settings.nats, log, wakeups, change => present(null, change), app.log)
       app.addHook('onReady', async function startPublishingChanges () { publisher.start() })
       app.addHook('onClose', async function stopPublishingChanges () { await publisher.stop() })
+    },
+    ownModels: settings.webhooks === null ? [] : webhookModels,
+    webhooks (context, app) {
+      if (settings.webhooks === null) return []
+      const webhooksModel = models.find(model => model.name === WEBHOOKS) as ResourceModel
+      const hooks = createWebhooks(settings.webhooks, store, wakeups, changePresenter(context.models, context.views), app.log, webhooksModel)
+      app.addHook('onReady', async function startWebhooks () { hooks.start() })
+      // Before the store closes (onClose), so that an attempt cut short is handed back at once.
+      app.addHook('preClose', async function stopWebhooks () { await hooks.stop() })
+      // The CREATE answer of a subscription is the only one that carries its secret.
+      app.addHook('preSerialization', async function revealWebhookSecret (request, reply, payload) {
+        return request.routeOptions.config.route?.resource === webhooksModel ? await hooks.revealSecret(request, reply, payload) : payload
+      })
+      return hooks.specs(context, schemaOptionsFor(context))
     },
     spec (context, schemaOptions, app) {
       warnOf = error => app.log.warn({ err: error }, 'api-conventions: purging expired changes failed')

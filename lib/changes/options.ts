@@ -3,6 +3,8 @@
 import { OptionsInvalidError } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import { milliseconds } from '../security/rate-limit.js'
+import { resolveWebhooks } from './webhooks.js'
+import type { ResolvedWebhooks, WebhooksOptions } from './webhooks.js'
 
 export interface ChangesOptions {
   /** How long changes are kept: milliseconds or a duration such as `7 days`. Default 7 days. */
@@ -16,6 +18,8 @@ export interface ChangesOptions {
   readonly heartbeat?: number | undefined
   /** Also publish every change to NATS JetStream (docs/changes.md "NATS JetStream"). Needs the package `nats`. Default: off. */
   readonly nats?: NatsChangesOptions | undefined
+  /** Webhooks: `{prefix}/webhooks`, callers' subscriptions, each change POSTed to them (docs/changes.md "Webhooks"). Default: off. */
+  readonly webhooks?: WebhooksOptions | undefined
 }
 
 export interface NatsChangesOptions {
@@ -41,9 +45,10 @@ export interface ResolvedChanges {
   readonly pollInterval: number
   readonly heartbeat: number
   readonly nats: ResolvedNats | null
+  readonly webhooks: ResolvedWebhooks | null
 }
 
-const changesKeys = knownKeys({ retention: true, pollInterval: true, heartbeat: true, nats: true } satisfies Record<keyof ChangesOptions, true>)
+const changesKeys = knownKeys({ retention: true, pollInterval: true, heartbeat: true, nats: true, webhooks: true } satisfies Record<keyof ChangesOptions, true>)
 const natsKeys = knownKeys({ url: true, stream: true, subjectPrefix: true, connection: true } satisfies Record<keyof NatsChangesOptions, true>)
 
 // JetStream's names: a stream name is one token of these characters; a subject, tokens joined by dots.
@@ -75,7 +80,7 @@ function resolveNats (value: unknown): ResolvedNats | null {
 /** `true` or an object serves the feed; `false` or nothing does not. */
 export function resolveChanges (value: unknown): ResolvedChanges | null {
   if (value === undefined || value === false) return null
-  if (value !== true && (typeof value !== 'object' || value === null)) throw new OptionsInvalidError(`changes must be a boolean or an object { retention?, pollInterval?, heartbeat?, nats? }, received ${JSON.stringify(value)}`)
+  if (value !== true && (typeof value !== 'object' || value === null)) throw new OptionsInvalidError(`changes must be a boolean or an object { retention?, pollInterval?, heartbeat?, nats?, webhooks? }, received ${JSON.stringify(value)}`)
   const given = (value === true ? {} : value) as Record<string, unknown>
   refuseUnknownKeys(given, changesKeys, 'changes')
   const duration = (name: keyof ChangesOptions, fallback: number | string) => {
@@ -83,5 +88,5 @@ export function resolveChanges (value: unknown): ResolvedChanges | null {
     if (ms === undefined) throw new OptionsInvalidError(`changes.${name} must be positive milliseconds or a duration such as '7 days', received ${JSON.stringify(given[name])}`)
     return ms
   }
-  return Object.freeze({ retention: duration('retention', '7 days'), pollInterval: duration('pollInterval', 500), heartbeat: duration('heartbeat', 15000), nats: resolveNats(given.nats) })
+  return Object.freeze({ retention: duration('retention', '7 days'), pollInterval: duration('pollInterval', 500), heartbeat: duration('heartbeat', 15000), nats: resolveNats(given.nats), webhooks: resolveWebhooks(given.webhooks) })
 }

@@ -12,6 +12,8 @@ export interface RecordingOptions {
   readonly keepsPrevious: (model: ResourceModel) => boolean
   /** Called after a transaction that recorded changes has committed. */
   readonly committed: () => void
+  /** Whether a model's writes are changes (not the webhook subscriptions': they hold secrets). Default: every model's. */
+  readonly records?: ((model: ResourceModel) => boolean) | undefined
 }
 
 // Calls passed to the store as they are: reads, keys, the change log's reads, the store's life.
@@ -43,8 +45,9 @@ export function recordingStore (store: Store, options: RecordingOptions): Store 
 }
 
 /** A transaction's store whose writes note their changes in `pending`. */
-function inTransaction (tx: Store, pending: NewChange[], { keepsPrevious }: RecordingOptions): Store {
+function inTransaction (tx: Store, pending: NewChange[], { keepsPrevious, records = () => true }: RecordingOptions): Store {
   const note = (model: ResourceModel, operation: NewChange['operation'], id: string, record: StoredRecord | null, previous: StoredRecord | null, at: Date) => {
+    if (!records(model)) return
     pending.push({
       id: newUuidV7(),
       resource: model.name,

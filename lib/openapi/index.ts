@@ -287,7 +287,8 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
   const description = rels.length === 0 ? 'Links; none are sent for this resource.' : `Links, rel one of: ${rels.join(', ')}.`
   const properties = envelope.properties as Record<string, JsonSchema>
   if (format === 'array') {
-    properties.links = { type: 'array', description, items: link({ type: 'string', enum: [...navigation, ...related] }, owner) }
+    // An empty enum is no schema: a resource without relations has a RETRIEVE with no links.
+    properties.links = rels.length === 0 ? { type: 'array', description, maxItems: 0, items: link({ type: 'string' }) } : { type: 'array', description, items: link({ type: 'string', enum: [...navigation, ...related] }, owner) }
     return
   }
   const keyed: Record<string, JsonSchema> = {}

@@ -54,7 +54,7 @@ t.teardown(() => app.close())
 // ---- The expectation, from the configuration ----------------------------------------------
 
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
-type Resources = 'authors' | 'books' | 'reviews'
+type Resources = 'authors' | 'books' | 'reviews' | 'webhooks'
 /**
  * The demo's resource paths (docs/demo-contract.md "Addresses" and "Application rules"): the resource
  * written there (or, with `item`, the one whose `:id` is in the path: a nested collection's parent).
@@ -67,12 +67,14 @@ const resourcePaths: Readonly<Record<string, { readonly resources: Resources, re
   '/v1/books/:id': { resources: 'books', item: true },
   '/v1/books/:id/reviews': { resources: 'books', item: true },
   '/v1/reviews': { resources: 'reviews', item: false },
-  '/v1/reviews/:id': { resources: 'reviews', item: true }
+  '/v1/reviews/:id': { resources: 'reviews', item: true },
+  '/v1/webhooks': { resources: 'webhooks', item: false },
+  '/v1/webhooks/:id': { resources: 'webhooks', item: true }
 }
 const successStatus: Readonly<Record<string, number>> = { GET: 200, HEAD: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204, OPTIONS: 200 }
 
 /** What the route is, as the configuration sees it. */
-function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'mcp' | 'feed' | 'monitor' | 'preflight-only' {
+function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'batch' | 'mcp' | 'feed' | 'monitor' | 'deliveries' | 'retry' | 'preflight-only' {
   if (!route.url.startsWith('/v1')) return 'host'
   if (route.options.config?.public === true) return 'public'
   if (Object.hasOwn(resourcePaths, route.url)) return 'resource'
@@ -84,6 +86,10 @@ function classify (route: CollectedRoute): 'host' | 'public' | 'resource' | 'bat
   if (route.url === '/v1/changes') return 'feed'
   // The status monitor of asynchronous work (docs/async.md), asked here of an operation that does not exist.
   if (route.url === '/v1/operations/:id') return 'monitor'
+  // A webhook's deliveries (docs/changes.md "Webhooks"): its owner's and the admin's, asked here of dev's subscription.
+  if (route.url === '/v1/webhooks/:id/deliveries') return 'deliveries'
+  // A dead delivery sent again, asked here of one that does not exist.
+  if (route.url === '/v1/webhooks/:id/deliveries/:deliveryId/retry') return 'retry'
   // The hidden `OPTIONS /v1*` (security/cors.ts), there so that preflights to any path find a route.
   if (route.url === '/v1*' && route.method === 'OPTIONS') return 'preflight-only'
   throw new Error(`no expectation written for ${route.method} ${route.url}: add it to the matrix`)
@@ -110,6 +116,12 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
   if (kind === 'mcp') return 200
   if (kind === 'feed') return 200
   if (kind === 'monitor') return 404
+  // Only dev's own subscription, and the admin's view of all: anyone else finds none.
+  if (kind === 'deliveries') return credential === 'write' || credential === 'admin' ? 200 : 404
+  if (kind === 'retry') return 404
+  // Webhook subscriptions are for callers who may write (demo/app.ts), even to read them; each caller's own (dev-key's user is not dev).
+  if (route.url.startsWith('/v1/webhooks') && credential === 'read') return 403
+  if (route.url === '/v1/webhooks/:id' && credential === 'writeKey') return 404
   if (credential === 'read' && !readMethods.has(route.method)) return 403
   if (route.url === '/v1/reviews/:id' && !readMethods.has(route.method) && credential !== 'write' && credential !== 'admin') return 403
   return successStatus[route.method]
@@ -127,6 +139,7 @@ let serial = 0
 async function fresh (resources: Resources, payload: Record<string, unknown> = {}): Promise<string> {
   const author = await app.inject({ method: 'POST', url: '/v1/authors', headers: write, payload: { name: `Author ${serial++}` } })
   const authorId = author.json().data.author.id as string
+  if (resources === 'webhooks') return (await app.inject({ method: 'POST', url: '/v1/webhooks', headers: write, payload: { url: 'http://127.0.0.1:9/hook' } })).json().data.webhook.id as string
   if (resources === 'authors') return authorId
   const book = await app.inject({ method: 'POST', url: '/v1/books', headers: write, payload: { title: `Book ${serial++}`, authorId } })
   const bookId = book.json().data.book.id as string
@@ -138,6 +151,7 @@ async function fresh (resources: Resources, payload: Record<string, unknown> = {
 /** A valid CREATE, REPLACE or MODIFY body; a review's names a fresh book, which a user has not reviewed yet. */
 async function bodyFor (resources: Resources): Promise<Record<string, unknown>> {
   if (resources === 'authors') return { name: `Written ${serial++}` }
+  if (resources === 'webhooks') return { url: `http://127.0.0.1:9/hook-${serial++}` }
   if (resources === 'books') return { title: `Written ${serial++}`, authorId: await fresh('authors') }
   return { bookId: await fresh('books'), rating: 4 }
 }
@@ -151,6 +165,7 @@ async function requestFor (route: CollectedRoute): Promise<InjectOptions & { url
     if (path.item) url = url.replace(':id', await fresh(path.resources))
     if (route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH') payload = await bodyFor(path.resources)
   }
+  if (classify(route) === 'deliveries' || classify(route) === 'retry') url = url.replace(':id', await fresh('webhooks')).replace(':deliveryId', 'no-such-delivery')
   if (classify(route) === 'batch') payload = { operations: [{ op: 'create', resource: 'authors', data: await bodyFor('authors') }] }
   // MCP Streamable HTTP: a JSON-RPC request, and an Accept of both JSON and an event stream.
   if (classify(route) === 'mcp') return { method: 'POST', url, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' } }
@@ -190,8 +205,8 @@ t.test('every route has an expectation, and the contract\'s public addresses are
     'POST /v1/batch': 'batch',
     'POST /v1/mcp': 'mcp'
   })
-  // The eight operations on the three collections, and the two nested collections: 4 + 6 per resource, + 3 each.
-  t.equal(routes.filter(route => classify(route) === 'resource').length, 36)
+  // The eight operations on the four collections, and the two nested collections: 4 + 6 per resource, + 3 each.
+  t.equal(routes.filter(route => classify(route) === 'resource').length, 46)
 })
 
 for (const route of routes) {
@@ -223,7 +238,7 @@ for (const route of routes) {
 
 t.test('CORS preflights to every resource path answer without credentials, and only for the allowed origin', async t => {
   const paths = [...new Set(routes.filter(route => classify(route) === 'resource').map(route => route.url))]
-  t.equal(paths.length, 8)
+  t.equal(paths.length, 10)
   for (const path of paths) {
     const url = path.replace(':id', await fresh(resourcePaths[path].resources))
     const preflight = (origin: string) => app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'authorization, content-type' } })

@@ -1,0 +1,257 @@
+// Webhooks (docs/changes.md "Webhooks"; the demo contract's "Webhooks"): the demo's plugin options
+// with a short retry schedule, a receiver on 127.0.0.1, on each store the demo runs on. What a
+// client sees: the subscription resource (its owner's only, the secret once, the allowed hosts),
+// the signed POSTs, retries, order per record, dead deliveries and their retry, and a restart.
+import { createHmac } from 'node:crypto'
+import { createServer } from 'node:http'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import Fastify from 'fastify'
+import t from 'tap'
+import { apiConventions } from '../lib/index.js'
+import type { ChangesOptions } from '../lib/index.js'
+import { demoPluginOptions } from '../demo/app.js'
+import { loadConfig } from '../demo/config.js'
+import { createDemoStore } from '../demo/store.js'
+import { client, places, placeFor } from './helpers/demo-http.js'
+import type { Api, Place } from './helpers/demo-http.js'
+
+/** The schedule between attempts: short, so that eight attempts take a moment. */
+const retrySchedule = [10, 10, 10, 10, 10, 10, 10]
+
+/** The demo's plugin alone on `place`, with the short schedule. */
+async function start (place: Place): Promise<{ api: Api, close: () => Promise<void> }> {
+  const config = loadConfig({ ...place.env, RATE_LIMIT_MAX: '1000000', CURSOR_SECRET: 'a-test-secret-of-enough-length' })
+  const app = Fastify({ logger: false })
+  const store = await createDemoStore(config, app.log)
+  app.addHook('onClose', async () => { await store.close() })
+  const options = demoPluginOptions(config, store)
+  const changes = options.changes as ChangesOptions
+  await app.register(apiConventions, { ...options, changes: { ...changes, webhooks: { ...changes.webhooks, allowedHosts: '127.0.0.1,localhost', retrySchedule } } })
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
+  return { api: client(base), close: async () => { await app.close() } }
+}
+
+interface Received { readonly path: string, readonly headers: IncomingHttpHeaders, readonly body: string, readonly status: number }
+
+/** A receiver: each path answers the statuses queued for it, then `fallback` of the path (200 unless set; 0: never answers). */
+async function receiver (t: { teardown (fn: () => unknown): void }) {
+  const received: Received[] = []
+  const queued = new Map<string, number[]>()
+  const fallback = new Map<string, number>()
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = []
+    request.on('data', (chunk: Buffer) => chunks.push(chunk))
+    request.on('end', () => {
+      const path = request.url ?? ''
+      const status = queued.get(path)?.shift() ?? fallback.get(path) ?? 200
+      received.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString(), status })
+      // 0: no answer at all (until the connection closes).
+      if (status === 0) return
+      response.statusCode = status
+      response.end()
+    })
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise(resolve => { server.closeAllConnections(); server.close(() => resolve(undefined)) }))
+  const port = (server.address() as AddressInfo).port
+  return {
+    url: (path: string) => `http://127.0.0.1:${port}${path}`,
+    at: (path: string) => received.filter(request => request.path === path),
+    queue: (path: string, ...statuses: number[]) => queued.set(path, statuses),
+    answer: (path: string, status: number) => fallback.set(path, status)
+  }
+}
+
+/** Waits for `check` to hold (looking every 20 ms, for at most 20 s), and returns its last value. */
+async function until<T> (check: () => Promise<T> | T, what: string): Promise<Exclude<T, false | undefined | null>> {
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const value = await check()
+    if (value !== false && value !== undefined && value !== null) return value as Exclude<T, false | undefined | null>
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+}
+
+const bodyOf = (request: Received) => JSON.parse(request.body)
+
+for (const where of places('webhooks')) {
+  t.test(where.name, { skip: where.skip }, async t => {
+    const { place } = await placeFor(t, where)
+    let app = await start(place)
+    t.teardown(async () => await app.close())
+    const api: Api = async (...args) => await app.api(...args)
+    const hook = await receiver(t)
+    const subscribe = async (caller: string, body: Record<string, unknown>) => {
+      const res = await api(caller, 'POST', '/v1/webhooks', { body })
+      if (res.status !== 201) throw new Error(`${res.status} ${res.text}`)
+      return res.body.data.webhook
+    }
+    const deliveries = async (caller: string, id: string) => (await api(caller, 'GET', `/v1/webhooks/${id}/deliveries?pageSize=100`)).body.data.deliveries
+    const newAuthor = async () => (await api('alice', 'POST', '/v1/authors', { body: { name: 'Ann' } })).body.data.author
+
+    t.test('a delivery carries the change, signed with the secret of the CREATE answer; the secret is never shown again', async t => {
+      const created = await api('alice', 'POST', '/v1/webhooks', { body: { url: hook.url('/signed'), resources: ['authors'] } })
+      t.equal(created.status, 201)
+      const webhook = created.body.data.webhook
+      t.match(webhook, { url: hook.url('/signed'), resources: ['authors'], active: true, ownerId: 'alice' })
+      t.match(webhook.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
+      t.equal(Buffer.from(webhook.secret.slice(6), 'base64').length, 32)
+      t.notOk('principal' in webhook)
+      const again = await api('alice', 'GET', `/v1/webhooks/${webhook.id}`)
+      t.equal(again.status, 200)
+      t.notOk('secret' in again.body.data.webhook, 'not in a RETRIEVE')
+      t.notOk((await api('alice', 'GET', '/v1/webhooks')).body.data.webhooks.some((one: Record<string, unknown>) => 'secret' in one), 'not in a LIST')
+      const patched = await api('alice', 'PATCH', `/v1/webhooks/${webhook.id}`, { body: { resources: ['authors', 'books'] } })
+      t.equal(patched.status, 200)
+      t.notOk('secret' in patched.body.data.webhook, 'not in a MODIFY')
+      const replaced = await api('alice', 'PUT', `/v1/webhooks/${webhook.id}`, { body: { url: hook.url('/signed'), resources: ['authors'] } })
+      t.equal(replaced.status, 200)
+      t.notOk('secret' in replaced.body.data.webhook, 'not in a REPLACE')
+      t.match(replaced.body.data.webhook, { ownerId: 'alice', active: true })
+      const feed = await api('admin', 'GET', '/v1/changes?pageSize=1000&resource=webhooks')
+      t.same(feed.body.data.changes, [], 'subscriptions are not in the change feed (nor, so, their secrets)')
+
+      const author = await newAuthor()
+      const [request] = await until(() => hook.at('/signed').length > 0 && hook.at('/signed'), 'the receiver has the change')
+      const change = bodyOf(request)
+      t.match(change, { resource: 'authors', recordId: author.id, operation: 'create', version: 1, data: { author: { id: author.id, name: 'Ann' } } })
+      t.equal(request.headers['content-type'], 'application/json')
+      t.equal(request.headers['webhook-id'], change.id)
+      const timestamp = request.headers['webhook-timestamp'] as string
+      t.match(timestamp, /^[0-9]+$/)
+      t.ok(Math.abs(Number(timestamp) - Date.now() / 1000) < 600, 'the timestamp is Unix seconds')
+      const expected = createHmac('sha256', Buffer.from(webhook.secret.slice('whsec_'.length), 'base64')).update(`${change.id}.${timestamp}.${request.body}`).digest('base64')
+      t.equal(request.headers['webhook-signature'], `v1,${expected}`)
+      const [delivery] = await until(async () => { const found = await deliveries('alice', webhook.id); return found[0]?.status === 'delivered' && found }, 'the delivery is recorded')
+      t.match(delivery, { changeId: change.id, status: 'delivered', attempts: 1, lastStatus: 200, lastError: null, nextAttemptAt: null })
+    })
+
+    t.test('a change reaches each matching active subscription, and no other', async t => {
+      const books = await subscribe('alice', { url: hook.url('/m-books'), resources: ['books'] })
+      const every = await subscribe('alice', { url: hook.url('/m-every') })
+      const inactive = await subscribe('alice', { url: hook.url('/m-inactive'), active: false })
+      const reviews = await subscribe('alice', { url: hook.url('/m-reviews'), resources: ['reviews'] })
+      const author = await newAuthor()
+      const book = (await api('alice', 'POST', '/v1/books', { body: { title: 'T', authorId: author.id } })).body.data.book
+      await until(() => hook.at('/m-books').length === 1 && hook.at('/m-every').length === 2, 'both matching subscriptions have their changes')
+      t.same(hook.at('/m-books').map(request => bodyOf(request).recordId), [book.id])
+      t.same(hook.at('/m-every').map(request => bodyOf(request).recordId), [author.id, book.id])
+      // The book's change was fanned out to every subscription in one transaction: the others have none.
+      t.same(await deliveries('alice', inactive.id), [])
+      t.same(await deliveries('alice', reviews.id), [])
+      t.same(hook.at('/m-inactive'), [])
+      t.same(hook.at('/m-reviews'), [])
+      t.equal((await deliveries('alice', books.id)).length, 1)
+      t.equal((await deliveries('alice', every.id)).length, 2)
+    })
+
+    t.test('a failed attempt is retried until the receiver answers 2xx; the attempts are recorded', async t => {
+      hook.queue('/flaky', 500, 503)
+      const webhook = await subscribe('alice', { url: hook.url('/flaky'), resources: ['authors'] })
+      await newAuthor()
+      const [delivery] = await until(async () => { const found = await deliveries('alice', webhook.id); return found[0]?.status === 'delivered' && found }, 'delivered')
+      t.match(delivery, { status: 'delivered', attempts: 3, lastStatus: 200, lastError: null })
+      t.same(hook.at('/flaky').map(request => request.status), [500, 503, 200])
+      t.equal(new Set(hook.at('/flaky').map(request => request.headers['webhook-id'])).size, 1, 'each attempt carries the same webhook-id')
+    })
+
+    t.test('the changes of one record are delivered in order, a later one waiting while an earlier one fails', async t => {
+      hook.queue('/order', 500, 500, 500)
+      const webhook = await subscribe('alice', { url: hook.url('/order'), resources: ['authors'] })
+      const author = await newAuthor()
+      await api('alice', 'PATCH', `/v1/authors/${author.id}`, { body: { name: 'Ann B' } })
+      await api('alice', 'PATCH', `/v1/authors/${author.id}`, { body: { name: 'Ann C' } })
+      await until(() => hook.at('/order').filter(request => request.status === 200).length === 3, 'three delivered')
+      t.same(hook.at('/order').map(request => `${bodyOf(request).version}:${request.status}`), ['1:500', '1:500', '1:500', '1:200', '2:200', '3:200'])
+      t.same((await deliveries('alice', webhook.id)).map((delivery: { attempts: number }) => delivery.attempts), [4, 1, 1])
+    })
+
+    t.test('after the eighth failed attempt a delivery is dead; a retry puts it back to pending', async t => {
+      hook.answer('/dead', 500)
+      const webhook = await subscribe('alice', { url: hook.url('/dead'), resources: ['authors'] })
+      await newAuthor()
+      const [dead] = await until(async () => { const found = await deliveries('alice', webhook.id); return found[0]?.status === 'dead' && found }, 'dead')
+      t.match(dead, { status: 'dead', attempts: 8, lastStatus: 500, lastError: 'answered 500', nextAttemptAt: null })
+      t.equal(hook.at('/dead').length, 8)
+      t.equal((await api('bob', 'POST', `/v1/webhooks/${webhook.id}/deliveries/${dead.id}/retry`)).status, 404, 'not by another caller')
+      t.equal((await api('alice', 'POST', `/v1/webhooks/${webhook.id}/deliveries/nothing/retry`)).status, 404)
+      hook.answer('/dead', 204)
+      const retried = await api('alice', 'POST', `/v1/webhooks/${webhook.id}/deliveries/${dead.id}/retry`)
+      t.equal(retried.status, 202)
+      t.match(retried.body.data.delivery, { id: dead.id, status: 'pending' })
+      const [delivered] = await until(async () => { const found = await deliveries('alice', webhook.id); return found[0]?.status === 'delivered' && found }, 'delivered after the retry')
+      t.match(delivered, { status: 'delivered', lastStatus: 204 })
+      const again = await api('alice', 'POST', `/v1/webhooks/${webhook.id}/deliveries/${dead.id}/retry`)
+      t.equal(again.status, 409, 'only a dead delivery is retried')
+      t.match(again.headers.get('content-type'), /^application\/problem\+json/)
+    })
+
+    t.test('a caller sees and changes only its own subscriptions; an admin sees all; a reader none', async t => {
+      const webhook = await subscribe('alice', { url: hook.url('/mine') })
+      for (const [method, path, body] of [['GET', ''], ['PATCH', '', { active: false }], ['PUT', '', { url: hook.url('/theirs') }], ['DELETE', ''], ['GET', '/deliveries']] as const) {
+        const res = await api('bob', method, `/v1/webhooks/${webhook.id}${path}`, { body })
+        t.equal(res.status, 404, `${method}${path} by bob`)
+        t.match(res.headers.get('content-type'), /^application\/problem\+json/)
+      }
+      t.notOk((await api('bob', 'GET', '/v1/webhooks')).body.data.webhooks.some((one: { id: string }) => one.id === webhook.id))
+      t.equal((await api('admin', 'GET', `/v1/webhooks/${webhook.id}`)).status, 200)
+      t.equal((await api('admin', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).status, 200)
+      t.equal((await api('reader', 'GET', '/v1/webhooks')).status, 403)
+      t.equal((await api('alice', 'GET', `/v1/webhooks/${webhook.id}`)).body.data.webhook.active, true, 'bob changed nothing')
+      t.equal((await api('alice', 'DELETE', `/v1/webhooks/${webhook.id}`)).status, 204)
+    })
+
+    t.test('a URL whose host is not allowed, a private address, or another scheme: 422 naming url', async t => {
+      for (const url of ['http://example.com/hook', 'http://10.0.0.1/hook', 'http://192.168.1.1/hook', 'http://169.254.169.254/latest', 'http://[::1]/hook', 'http://127.0.0.2/hook', 'ftp://127.0.0.1/hook', 'http://user:pw@127.0.0.1/hook', 'not a url']) {
+        const res = await api('alice', 'POST', '/v1/webhooks', { body: { url } })
+        t.equal(res.status, 422, url)
+        t.match(res.headers.get('content-type'), /^application\/problem\+json/)
+        t.same(res.body.invalidParams?.map((param: { name: string }) => param.name), ['url'], url)
+      }
+      const webhook = await subscribe('alice', { url: 'https://localhost:8443/hook' })
+      const res = await api('alice', 'PATCH', `/v1/webhooks/${webhook.id}`, { body: { url: 'https://example.com/hook' } })
+      t.equal(res.status, 422)
+      t.same(res.body.invalidParams.map((param: { name: string }) => param.name), ['url'])
+      const unknown = await api('alice', 'POST', '/v1/webhooks', { body: { url: hook.url('/x'), resources: ['planets'] } })
+      t.equal(unknown.status, 422)
+      t.same(unknown.body.invalidParams.map((param: { name: string }) => param.name), ['resources'])
+      t.equal((await api('alice', 'POST', '/v1/webhooks', { body: { url: hook.url('/x'), secret: 'mine' } })).status, 400, 'the secret is the server\'s')
+      t.equal((await api('alice', 'DELETE', `/v1/webhooks/${webhook.id}`)).status, 204)
+    })
+
+    t.test('the deliveries page like a LIST', async t => {
+      const webhook = await subscribe('alice', { url: hook.url('/pages'), resources: ['authors'] })
+      for (let i = 0; i < 3; i++) await newAuthor()
+      await until(() => hook.at('/pages').length === 3, 'three delivered')
+      const first = await api('alice', 'GET', `/v1/webhooks/${webhook.id}/deliveries?pageSize=2`)
+      t.equal(first.status, 200)
+      t.equal(first.body.data.deliveries.length, 2)
+      const next = first.body.links.find((link: { rel: string }) => link.rel === 'next').href
+      const second = await api('alice', 'GET', next)
+      t.equal(second.body.data.deliveries.length, 1)
+      t.notOk(second.body.links.some((link: { rel: string }) => link.rel === 'next'))
+      const listed: string[] = [...first.body.data.deliveries, ...second.body.data.deliveries].map((delivery: { changeId: string }) => delivery.changeId)
+      // Changes of different records go out at once, in any order; the list is in log order (the authors were written one after another: their change ids ascend).
+      t.same([...listed].sort(), hook.at('/pages').map(request => bodyOf(request).id as string).sort())
+      t.same(listed, [...listed].sort(), 'in log order')
+      t.equal((await api('alice', 'GET', `/v1/webhooks/${webhook.id}/deliveries?pageSize=0`)).status, 422)
+    })
+
+    t.test('what was pending when the app stopped is delivered after a restart', { skip: place.keeps ? false : 'the memory store keeps nothing across a restart' }, async t => {
+      // The first attempt is under way (no answer yet) as the app stops.
+      hook.answer('/restart', 0)
+      const webhook = await subscribe('alice', { url: hook.url('/restart'), resources: ['authors'] })
+      const author = await newAuthor()
+      await until(() => hook.at('/restart').length > 0, 'a first attempt is under way')
+      await app.close()
+      hook.answer('/restart', 200)
+      app = await start(place)
+      const delivered = await until(() => hook.at('/restart').find(request => request.status === 200), 'delivered after the restart')
+      t.equal(bodyOf(delivered).recordId, author.id)
+      const [delivery] = await until(async () => { const found = await deliveries('alice', webhook.id); return found[0]?.status === 'delivered' && found }, 'recorded')
+      t.equal(delivery.status, 'delivered')
+    })
+  })
+}
