@@ -154,9 +154,20 @@ t.test('Prism as a validating proxy finds no disagreement between the demo and i
   await check({ path: (accepted.headers.get('location') as string).replace(/^\/v1/, ''), headers: write, status: 200 })
   await check({ path: '/operations/no-such-operation', headers: write, status: 404 })
 
+  // Webhook subscriptions and their deliveries (a receiver that is not there: nothing is delivered here).
+  const hook = (await check({ method: 'POST', path: '/webhooks', headers: write, body: { url: 'http://127.0.0.1:9/hook' }, status: 201 })).body.data.webhook
+  await check({ path: '/webhooks', headers: write, status: 200 })
+  await check({ path: `/webhooks/${hook.id}`, headers: write, status: 200 })
+  await check({ method: 'PUT', path: `/webhooks/${hook.id}`, headers: write, body: { url: 'http://127.0.0.1:9/other', resources: ['books'] }, status: 200 })
+  await check({ method: 'PATCH', path: `/webhooks/${hook.id}`, headers: write, body: { active: false }, status: 200 })
+  for (const path of ['/webhooks', `/webhooks/${hook.id}`]) await check({ method: 'OPTIONS', path, headers: write, status: 200 })
+  await check({ path: `/webhooks/${hook.id}/deliveries`, headers: write, status: 200 })
+  await check({ method: 'POST', path: `/webhooks/${hook.id}/deliveries/no-such-delivery/retry`, headers: write, status: 404 })
+  await check({ method: 'DELETE', path: `/webhooks/${hook.id}`, headers: write, status: 204 })
+
   // The documentation routes, and what the document answers for the formats it lists.
   for (const path of ['/openapi.json', '/problems', '/problems/not-found']) await check({ path, status: 200 })
-  await check({ path: '/books', headers: { ...write, accept: 'text/csv' }, status: 406 })
+  await check({ path: '/books', headers: { ...write, accept: 'image/png' }, status: 406 })
 
   // What the document itself refuses never reaches the server.
   await check({ path: '/books?sort=year,-year', headers: write, status: 'refused' })

@@ -92,7 +92,7 @@ t.test('Fastify\'s own register options are not unknown keys', async t => {
 
 const definitionKeys: ReadonlyArray<readonly [(store: Store) => ReadonlyArray<ResourceDefinition<TObject>>, string]> = [
   [store => [{ ...demoResources(store)[0], singluar: 'author' } as never], 'authors: authors.singluar is not a known key; did you mean "singular"?'],
-  [store => [{ ...demoResources(store)[0], pageSize: 5 } as never], 'authors: authors.pageSize is not a known key; known: name, singular, schema, idField, defaultPageSize, maxPageSize, operations, relations, generateId, requireIfMatch, store'],
+  [store => [{ ...demoResources(store)[0], pageSize: 5 } as never], 'authors: authors.pageSize is not a known key; known: name, singular, schema, idField, defaultPageSize, maxPageSize, operations, relations, generateId, requireIfMatch, searchable, store, rules, serverValues, hooks'],
   [store => demoResources(store).map(r => r.name === 'books' ? { ...r, relations: { ...r.relations, author: { ...r.relations?.author, resouce: 'authors' } } } as never : r),
     'books.relations.author: books.relations.author.resouce is not a known key; did you mean "resource"?']
 ]
