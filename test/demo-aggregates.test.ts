@@ -146,9 +146,9 @@ for (const where of places('demo-aggregates')) {
       t.same(refusal(sorted.body), ["sort: unknown field 'title'"], 'sort names only grouping fields and aliases')
     })
 
-    t.test('fields, expand, include and token with apply are a 400', async t => {
+    t.test('fields, expand, include, token and search with apply are a 400', async t => {
       const apply = q('aggregate($count as n)')
-      for (const [name, value] of [['fields', 'title'], ['expand', 'author'], ['include', 'author'], ['token', 'abc'], ['$select', 'title']]) {
+      for (const [name, value] of [['fields', 'title'], ['expand', 'author'], ['include', 'author'], ['token', 'abc'], ['$select', 'title'], ['search', 'eco']]) {
         const res = await get(`/v1/books?apply=${apply}&${name}=${value}`)
         t.equal(res.status, 400, name)
         t.same(refusal(res.body), [`${name}: cannot be combined with apply`, `apply: cannot be combined with ${name}`], name)

@@ -67,7 +67,8 @@ const filterNames = new Set(byPart.filter(({ definition }) => definition.part ==
 const readOrder = [...conventionNames.filter(name => !windowNames.has(name) && !filterNames.has(name)), ...filterNames]
 
 /** What may not come with `apply`: each names records, not groups. */
-const notWithApply: readonly ParameterName[] = ['fields', 'expand', 'include', 'token']
+// `search` too, for now: groups are of filtered records, and a search is not yet a step of `apply`.
+const notWithApply: readonly ParameterName[] = ['fields', 'expand', 'include', 'token', 'search']
 
 /**
  * `sort` (or `$orderby`) with `apply`: the groups' members, read by sort's parser against the
