@@ -193,10 +193,10 @@ const total: Entry<TotalRequest> = name => ({
   name,
   item: false,
   list: false,
+  // A boolean, or `estimated`: not an enum of three texts, which documentation consoles fill in (`total=false&$count=true`, a 400).
   schema: () => ({
-    type: 'string',
-    enum: ['true', 'false', 'estimated'],
-    default: 'false',
+    anyOf: [{ type: 'boolean' }, { type: 'string', enum: ['estimated'] }],
+    default: false,
     description: 'Also return the number of matches across all pages, in meta.total. estimated: on PostgreSQL the planner\'s estimate when it is 10,000 or more, flagged with meta.totalEstimated; below that, and on other stores, the exact count.'
   }),
   parse (_model, value, problems) {
