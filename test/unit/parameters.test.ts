@@ -61,7 +61,7 @@ const readers = (model: ResourceModel, name: string): Reader[] => [
 ]
 
 // The keywords the checks below know; a new one in the table must come with its check.
-const checked = new Set(['type', 'minimum', 'maximum', 'default', 'description', 'items', 'minItems', 'uniqueItems', 'not', 'enum'])
+const checked = new Set(['type', 'minimum', 'maximum', 'default', 'description', 'items', 'minItems', 'uniqueItems', 'not', 'enum', 'anyOf'])
 
 for (const model of models) {
   t.test(`${model.name}: each documented bound, enum and default is what the parser enforces`, async t => {
@@ -104,10 +104,14 @@ for (const model of models) {
             refuses(`${values[0]},${values[0]}`, 'a field twice')
             refuses(`${values[0]},-${values[0]}`, 'a field twice, in both directions')
           } else t.same(meaning(read({ [name]: `${values[0]},${values[0]}` })), meaning(read({ [name]: values[0] })), `${operation} ${name}: a repeated item counts once`)
-        } else if (schema.type === 'string' && Array.isArray(schema.enum)) {
-          // total: true, false or estimated.
-          for (const value of schema.enum as string[]) accepts(value, 'in the enum')
-          refuses('nope', 'not in the enum')
+        } else if (Array.isArray(schema.anyOf)) {
+          // total: a boolean, or one of the texts of the enum beside it (estimated).
+          const [boolean, texts] = schema.anyOf as JsonSchema[]
+          t.same(boolean, { type: 'boolean' }, `${name}: a boolean first`)
+          accepts('true', 'a boolean')
+          accepts('false', 'a boolean')
+          for (const value of texts.enum as string[]) accepts(value, 'in the enum')
+          refuses('nope', 'neither a boolean nor in the enum')
         } else {
           t.same(schema, { type: 'string', description: schema.description }, `${name}: a string without bounds`)
         }
