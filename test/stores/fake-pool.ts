@@ -37,6 +37,7 @@ export function fakePool (db: PGlite, answer: (text: string) => unknown[][] | un
     },
     release () {},
     once () {},
+    on () {},
     removeListener () {}
   } as unknown as PostgresClient
   const pool = {

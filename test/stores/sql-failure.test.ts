@@ -207,6 +207,31 @@ t.test('PostgreSQL going away and coming back, through a real pool', { skip: pro
   await relay.stop()
 })
 
+t.test('PostgreSQL ending a connection between two statements of a transaction: that transaction fails with 503, the process lives on', { skip: process.env.DATABASE_URL === undefined ? 'needs DATABASE_URL' : false }, async t => {
+  const schema = `apic_test_terminated_${process.pid}_${Date.now()}`
+  // Its connections are found by their name, to end them from outside as a shutdown (57P01) would.
+  const applicationName = `apic-terminated-${process.pid}`
+  const store = await postgresStore({ connectionString: process.env.DATABASE_URL, schema, poolOptions: { application_name: applicationName } })
+  const admin = new pg.Pool({ connectionString: process.env.DATABASE_URL })
+  t.teardown(async () => {
+    await store.close()
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await admin.end()
+  })
+  const { authors } = suiteModels(store)
+  const failure = await store.transaction(async tx => {
+    await tx.create(authors, { id: 'before', name: 'Before' })
+    const { rowCount } = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle in transaction'", [applicationName])
+    t.equal(rowCount, 1, 'the transaction\'s connection was ended')
+    // The server's notice arrives while the connection is idle in the transaction.
+    await new Promise(resolve => setTimeout(resolve, 200))
+    await tx.create(authors, { id: 'after', name: 'After' })
+  }).then(() => null, (error: unknown) => error)
+  t.match(failure, { statusCode: 503 }, 'the transaction fails as unavailable')
+  t.same((await store.list(authors, listQuery(authors))).items, [], 'nothing of it was written')
+  t.match(await store.create(authors, { id: 'again', name: 'Again' }), { data: { name: 'Again' } }, 'the next write finds a new connection')
+})
+
 // Last, since it closes the file's PGlite: the embedded database stopping under a running app.
 t.test('PGlite closed under a running app: 503, not a crash', async t => {
   const store = await pgliteStore({ db, schema: 'failure_closed' })

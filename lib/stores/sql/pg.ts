@@ -14,6 +14,7 @@ export interface PostgresClient {
   query (config: ArrayQuery, callback: (error: Error | undefined, result: ArrayResult | undefined) => void): void
   release (error?: Error | boolean): void
   once (event: 'error', listener: (error: Error) => void): unknown
+  on (event: 'error', listener: (error: Error) => void): unknown
   removeListener (event: 'error', listener: (error: Error) => void): unknown
 }
 
@@ -117,16 +118,22 @@ export function poolDatabase (pool: PostgresPool, owned: boolean, queryTimeoutMi
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async transaction (work) {
       const client = await pool.connect()
+      // pg-pool listens for a client's 'error' only while it is idle: a server that ends the
+      // connection between two statements of a transaction (a shutdown's 57P01) would otherwise
+      // crash the process. The next statement fails with the connection's error: a 503.
+      client.on('error', ignore)
       try {
         await send(client, begin)
         const result = await work((text, values) => send(client, text, values))
         await send(client, 'COMMIT')
+        client.removeListener('error', ignore)
         client.release()
         return result
       } catch (error) {
         // Discarding the connection ends the transaction too (the server rolls it back); on one
         // that failed or stopped answering, a ROLLBACK would only wait for the timeout again.
         if (!connectionFailed(error)) await send(client, 'ROLLBACK').catch(ignore)
+        client.removeListener('error', ignore)
         client.release(true)
         throw error
       }
