@@ -100,9 +100,11 @@ export function keyedAs (request: FastifyRequest, method: string, path: string, 
   return { key: scopedKey((request as unknown as KeyedRequest)[kCaller], method, path, given), fingerprint: fingerprintOf(mediaType, body) }
 }
 
-/** The answer to keep for retries: a success, with the headers that are part of it; null for an error (not kept). */
-export function keptAnswer (status: number, headerOf: (name: string) => unknown, body: unknown): KeptResponse | null {
-  if (status >= 300) return null
+/**
+ * The answer to keep for retries, with the headers that are part of it. Only a success gets here:
+ * an error is thrown, which rolls the key's transaction back (nothing kept; a retry runs again).
+ */
+export function keptAnswer (status: number, headerOf: (name: string) => unknown, body: unknown): KeptResponse {
   const headers: Record<string, string> = {}
   for (const name of keptHeaders) {
     const value = headerOf(name)
@@ -114,8 +116,8 @@ export function keptAnswer (status: number, headerOf: (name: string) => unknown,
 /** What a keyed run gives: the answer kept for an earlier request with the key, or the work's own result. */
 export type KeyedResult<T> = { readonly replayed: true, readonly response: KeptResponse } | { readonly replayed: false, readonly value: T }
 
-/** The work of a keyed run, in the transaction that claims the key: its result, and the answer to keep (null: none). */
-export type KeyedWork<T> = (tx: Store) => Promise<{ readonly value: T, readonly kept: KeptResponse | null }>
+/** The work of a keyed run, in the transaction that claims the key: its result, and the answer to keep. */
+export type KeyedWork<T> = (tx: Store) => Promise<{ readonly value: T, readonly kept: KeptResponse }>
 
 /**
  * Runs work under an Idempotency-Key, for any way in (an HTTP route below; the operation core for
@@ -142,7 +144,7 @@ export function keyedRunner (settings: ResolvedIdempotency) {
         first = true
         running.add(key)
         const { value, kept } = await work(tx)
-        if (kept !== null) await tx.keepResponse(key, fingerprint, kept, new Date(Date.now() + settings.ttlMillis))
+        await tx.keepResponse(key, fingerprint, kept, new Date(Date.now() + settings.ttlMillis))
         return { replayed: false, value }
       })
       purgeNowAndThen(store, warn)

@@ -82,3 +82,13 @@ t.test('a store call outside any request is not timed, and answers as the store 
   t.equal(timed, timing.timedStores(() => store)(model), 'one wrapper per store')
   t.same(await timed.getMany(model, 'id', []), [])
 })
+
+t.test('a store without an optional call (aggregate) stays without it: apply= is the 400 of such a store, timed', async t => {
+  const { aggregate, ...withoutAggregate } = memoryStore()
+  t.type(aggregate, 'function', 'the memory store has one to leave out')
+  const app = await buildApp(t, { serverTiming: true, store: withoutAggregate })
+  const res = await app.inject({ url: '/v1/books?apply=groupby((year))' })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { invalidParams: [{ name: 'apply', reason: 'the store of books cannot aggregate' }] })
+  t.match(res.headers['server-timing'], field)
+})

@@ -446,11 +446,11 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     if (job !== undefined) setJob(journal, id, { ...job, state, outcome: copy(outcome), updatedAt: new Date(), leaseUntil: 0, keepUntil: keepUntil.getTime() })
   }
 
-  function purgeJobs (journal: Undo[] | null, before: Date): number {
+  function purgeJobs (before: Date): number {
     let purged = 0
     for (const [id, job] of jobs) {
       if (job.keepUntil >= before.getTime()) continue
-      setJob(journal, id, undefined)
+      jobs.delete(id)
       purged++
     }
     return purged
@@ -497,16 +497,14 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
       claimKey: async key => claimKey(claimed, key),
       keepResponse: async (key, fingerprint, response, expiresAt) => keepResponse(journal, key, fingerprint, response, expiresAt),
       purgeKeys: async before => purgeKeys(journal, before),
+      // Claiming and purging jobs, and reading and purging the change log, are done outside a
+      // transaction (JobStore, Store): its store leaves them out.
       addJob: async job => addJob(journal, job),
-      claimJobs: async (kinds, limit, leaseMillis) => claimJobs(kinds, limit, leaseMillis),
       holdJob,
       finishJob: async (id, state, outcome, keepUntil) => finishJob(journal, id, state, outcome, keepUntil),
       getJob,
-      purgeJobs: async before => purgeJobs(journal, before),
       // The last step of a transaction's work (see Store): nothing after it can fail, so nothing to undo.
       appendChanges: async changes => { changeLog.append(changes) },
-      readChanges: async query => changeLog.read(query),
-      purgeChanges: async before => changeLog.purge(before),
       // A transaction inside this one joins it.
       transaction: async inner => await inner(store),
       // The store that began the transaction owns the tables.
@@ -560,7 +558,7 @@ export function memoryStore (options: MemoryStoreOptions = {}): Store {
     },
     getJob,
     async purgeJobs (before) {
-      return waiting === 0 ? purgeJobs(null, before) : await serialize(() => purgeJobs(null, before))
+      return waiting === 0 ? purgeJobs(before) : await serialize(() => purgeJobs(before))
     },
     transaction: async work => await serialize(async () => await run(work)),
     async appendChanges (changes) {
