@@ -61,6 +61,7 @@ t.test('database down: 503 with Retry-After on every operation, then recovery wi
   // Failing mid-request: the tables exist, the statements fail.
   await expectUnavailable(t, app, { url: `/v1/authors/${author.id}` }, '7')
   await expectUnavailable(t, app, { url: '/v1/authors?total=true&filter=name%20eq%20%27A%27' }, '7')
+  await expectUnavailable(t, app, { url: '/v1/authors', headers: { accept: 'application/x-ndjson' } }, '7')
   await expectUnavailable(t, app, { method: 'PUT', url: `/v1/authors/${author.id}`, headers: json, payload: { name: 'B' } }, '7')
   await expectUnavailable(t, app, { method: 'DELETE', url: `/v1/authors/${author.id}` }, '7')
   set(false)

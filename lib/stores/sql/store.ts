@@ -74,10 +74,9 @@ const ESTIMATED_FROM = 10_000
 const EXPORT_BATCH = 500
 const EXPORT_CURSOR = 'api_export'
 
-/** The top plan's row estimate from `EXPLAIN (FORMAT JSON)`: node-postgres parses the JSON, PGlite too; text is read. */
+/** The top plan's row estimate from `EXPLAIN (FORMAT JSON)`, whose json both drivers parse. */
 function planRows (explained: unknown): number {
-  const plans = (typeof explained === 'string' ? JSON.parse(explained) : explained) as Array<{ Plan: { 'Plan Rows': number } }>
-  return Math.round(plans[0].Plan['Plan Rows'])
+  return Math.round((explained as Array<{ Plan: { 'Plan Rows': number } }>)[0].Plan['Plan Rows'])
 }
 
 /** Attempts of a transaction that meets serialization failures or deadlocks. */
@@ -191,7 +190,7 @@ export class SqlStore implements Store {
     if (keys.prepared) return
     if (this.#unprepared !== undefined) {
       this.#unprepared.push(which)
-      throw new TableNotPrepared(`${which.description ?? ''} is not prepared`)
+      throw new TableNotPrepared(`${String(which.description)} is not prepared`)
     }
     if (keys.ready === undefined) {
       const { schema, migrate: alter } = this.#settings
