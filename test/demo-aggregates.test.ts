@@ -3,9 +3,13 @@
 // PostgreSQL when DATABASE_URL is set (in a schema of its own, dropped afterwards). Each sentence
 // of the paragraph has its test: the contract's example, aggregate without groupby, average of no
 // values, a relation path, sort, paging and total over groups, each refusal (400 naming apply,
-// with the position), and the row and field rules of reviews for bob, alice and the admin.
+// with the position), and the row and field rules of reviews for bob, alice and the admin; and a
+// store without aggregate.
 import t from 'tap'
 import { placeFor, places } from './helpers/demo-http.js'
+import { buildApp } from './helpers/app.js'
+import { memoryStore } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
 
 type Json = Record<string, any>
 const q = encodeURIComponent
@@ -71,6 +75,8 @@ for (const where of places('demo-aggregates')) {
       t.same(res.body.data.books, [{ year: 1961, n: 2 }])
       const both = await get(`/v1/books?filter=${q('year ge 1960')}&apply=${q('filter(rating ne null)/groupby((year),aggregate($count as n))')}`)
       t.same(both.body.data.books, [{ year: 1961, n: 2 }, { year: 1963, n: 1 }])
+      const steps = await get(`/v1/books?apply=${q('filter(year ge 1960)/filter(rating ne null)/groupby((year),aggregate($count as n))')}`)
+      t.same(steps.body.data.books, [{ year: 1961, n: 2 }, { year: 1963, n: 1 }], 'two filter() steps: records that match both')
     })
 
     t.test('a one relation\'s field groups as a path, under the relation\'s name; a missing value is its own group', async t => {
@@ -117,6 +123,8 @@ for (const where of places('demo-aggregates')) {
     t.test('a nested collection aggregates its parent\'s children', async t => {
       const res = await get(`/v1/authors/${frame.id}/books?apply=${q('aggregate($count as n,rating with min as lowest)')}`)
       t.same([res.status, res.body.data.books], [200, [{ n: 3, lowest: gardens }]])
+      const filtered = await get(`/v1/authors/${frame.id}/books?apply=${q('filter(year gt 1960)/groupby((year),aggregate($count as n))')}`)
+      t.same([filtered.status, filtered.body.data.books], [200, [{ year: 1961, n: 1 }, { year: 1963, n: 1 }]], 'apply\'s filter() within the parent\'s children')
     })
 
     t.test('each malformed or refused apply is a 400 naming apply, with the position', async t => {
@@ -133,6 +141,13 @@ for (const where of places('demo-aggregates')) {
         ['groupby((reviews/rating))', "'reviews/rating' follows a 'many' relation; group by a field of a 'one' relation at position 9"],
         ['aggregate($count as title)', "the alias 'title' is taken: name it apart from the fields, relations and other aliases at position 20"],
         ['compute(year as y)', 'the transformation compute() is not supported at position 0'],
+        ['groupby((author/country/code))', "'author/country/code' is too deep: a path may follow one relation at position 9"],
+        ['groupby((publisher/name))', "unknown relation 'publisher' in 'publisher/name' at position 9"],
+        ['groupby((author/nope))', "unknown field 'author/nope' at position 9"],
+        ['aggregate($count as $n)', "'$n' is not an alias: a name of letters, digits and _ at position 20"],
+        ['aggregate($sum as s)', "'$sum' is not supported at position 10"],
+        ['filter(year gt 1', "expected ')' closing filter( at position 16"],
+        [`filter(${'year eq 1 or '.repeat(160)}year eq 1)/aggregate($count as n)`, 'filter is longer than 2000 characters in filter() at position 2007'],
         ['', 'expected a transformation: aggregate, groupby or filter, found end of apply at position 0']
       ]
       for (const [apply, reason] of cases) {
@@ -165,6 +180,9 @@ for (const where of places('demo-aggregates')) {
       t.same(await counts('admin'), [{ bookId: book, n: 2, avg: 3.5 }], 'the admin counts all')
       const nested = await get(`/v1/books/${book}/reviews?apply=${q('aggregate($count as n)')}`, 'bob')
       t.same(nested.body.data.reviews, [{ n: 1 }])
+      const low = q('filter(rating lt 5)/aggregate($count as n)')
+      t.same((await get(`/v1/books/${book}/reviews?apply=${low}`, 'bob')).body.data.reviews, [{ n: 0 }], 'a nested collection with filter(): bob\'s rows only')
+      t.same((await get(`/v1/books/${book}/reviews?apply=${low}`, 'alice')).body.data.reviews, [{ n: 1 }], 'alice\'s private review among hers')
       const hidden = await get(`/v1/reviews?apply=${q('groupby((moderatorNote),aggregate($count as n))')}`, 'bob')
       t.same([hidden.status, refusal(hidden.body)], [400, ["apply: unknown field 'moderatorNote' at position 9"]])
       const counted = await get(`/v1/reviews?apply=${q('aggregate(moderatorNote with countdistinct as notes)')}`, 'bob')
@@ -181,3 +199,13 @@ for (const where of places('demo-aggregates')) {
     })
   })
 }
+
+t.test('a store without aggregate refuses apply with a 400 naming it', async t => {
+  const store: Store = { ...memoryStore() }
+  delete store.aggregate
+  const app = await buildApp(t, { store })
+  const res = await app.inject({ url: `/v1/books?apply=${q('aggregate($count as n)')}` })
+  t.equal(res.statusCode, 400)
+  t.same(res.json().invalidParams, [{ name: 'apply', reason: 'the store of books cannot aggregate' }])
+  t.equal((await app.inject({ url: '/v1/books' })).statusCode, 200, 'its lists still answer')
+})

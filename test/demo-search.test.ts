@@ -83,6 +83,8 @@ for (const where of places('demo-search')) {
       t.same(set(await search('books', `search=${encodeURIComponent('darkness OR hobbit rose')}`)), set(['The Left Hand of Darkness']), 'AND binds tighter than OR')
       t.same(set(await search('books', `search=${encodeURIComponent('(darkness OR hobbit) the')}`)), set(['The Left Hand of Darkness', 'The Hobbit']))
       t.same(set(await search('books', `search=${encodeURIComponent('"the" and')}`)), set(['Rings, rings and the lord']), 'lower-case and is a word')
+      t.same(await search('books', `search=${encodeURIComponent('"lord \\"of\\" the rings"')}`), ['The Lord of the Rings'], '\\" in a phrase is a quotation mark, which ends a word')
+      t.same(await search('books', `search=${encodeURIComponent('"rings\\\\ and"')}`), ['Rings, rings and the lord'], '\\\\ in a phrase is a backslash, which ends a word')
     })
 
     t.test('without sort, the most relevant first, ties by id; with sort, that order', async t => {
@@ -133,6 +135,9 @@ for (const where of places('demo-search')) {
       t.same(await texts('alice'), ['A secret marzipan recipe', 'Plain marzipan, public'])
       t.same(await texts('admin'), ['A secret marzipan recipe', 'Plain marzipan, public'])
       t.same((await get('bob', '/v1/reviews?search=secret&total=true')).meta.total, 0)
+      // A record without the searched text has no words: only a NOT finds it.
+      t.equal((await api('bob', 'POST', '/v1/reviews', { body: { bookId: bookIds.get('The Name of the Rose'), rating: 3 } })).status, 201)
+      t.same((await get('bob', '/v1/reviews?search=NOT%20marzipan')).data.reviews.map((review: Json) => [review.rating, review.text ?? null]), [[3, null]])
     })
 
     t.test('a malformed search is a 400 naming it, with the position', async t => {

@@ -98,8 +98,8 @@ export function nestedList (parent: ResourceModel, relation: RelationModel, cont
  */
 const collectionNotModified = (preconditions: Preconditions) => evaluatePreconditions(preconditions, unversioned, true) === 'not-modified'
 
-/** A nested collection's query: its filter within the parent's records. */
-function scoped (query: ListQuery, scope: FilterNode | null): ListQuery {
+/** A nested collection's query (of records or of groups): its filter within the parent's records. */
+function scoped<Q extends ListQuery | AggregateQuery> (query: Q, scope: FilterNode | null): Q {
   return scope === null ? query : { ...query, filter: query.filter === null ? scope : { kind: 'and', left: scope, right: query.filter } as const }
 }
 
@@ -120,7 +120,7 @@ const epoch = new Date(0)
 /** LIST with `apply=`: a page of groups in the list envelope, paged by offset (docs/aggregates.md). */
 async function groupPage (context: OperationContext, store: Store, model: View, base: string, parsed: ListRequest, aggregate: AggregateQuery, scope: FilterNode | null): Promise<Outcome> {
   if (store.aggregate === undefined) throw withInvalidParams(new QueryInvalidError(), [{ name: 'apply', reason: `the store of ${model.name} cannot aggregate` }])
-  const query = scope === null ? aggregate : { ...aggregate, filter: aggregate.filter === null ? scope : { kind: 'and', left: scope, right: aggregate.filter } as const }
+  const query = scoped(aggregate, scope)
   const page = await store.aggregate(model, query)
   // An empty page past the end: the count names the last page with groups (as countPastEnd does for records).
   const pastEnd = parsed.offset !== undefined && parsed.offset !== 0 && parsed.pageSize !== 0 && page.groups.length === 0

@@ -7,7 +7,7 @@ import type { LinkPairs, ParameterName, QueryParameter, RawQuery, Readings, Reso
 import type { AggregateQuery, GroupSortKey } from './apply/ast.js'
 import type { Aggregation } from './apply/parser.js'
 import type { View, ViewRelation } from '../registry/model.js'
-import type { SortKey } from './store-query.js'
+import type { PageWindow, SortKey } from './store-query.js'
 import { filterKeyLimit } from './filter/from-query.js'
 import { RELEVANCE } from './search.js'
 import { bindingOf, readWindow } from '../paging/index.js'
@@ -135,7 +135,8 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
         groupBy: aggregation.groupBy,
         aggregates: aggregation.aggregates,
         sort: groupKeys,
-        offset: paging.window.kind === 'offset' ? paging.window.offset : 0,
+        // No token comes with apply (notWithApply): the window is an offset.
+        offset: (paging.window as Extract<PageWindow, { kind: 'offset' }>).offset,
         limit: paging.pageSize,
         // Groups are counted exactly: an estimate is of rows, not of groups.
         total: value('total') !== false

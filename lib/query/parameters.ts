@@ -12,9 +12,9 @@ import { readFilter } from './filter/from-query.js'
 import type { FilterReading } from './filter/from-query.js'
 import { parseApply } from './apply/parser.js'
 import type { Aggregation } from './apply/parser.js'
-import { FilterSyntaxError } from './filter/lexer.js'
-import { parseSearch, SearchSyntaxError } from './search.js'
-import type { Search } from './search.js'
+import type { FilterSyntaxError } from './filter/lexer.js'
+import { parseSearch } from './search.js'
+import type { Search, SearchSyntaxError } from './search.js'
 
 /** A query string as the framework parsed it: a repeated name holds its values in order. */
 export type RawQuery = Record<string, string | string[] | undefined>
@@ -293,15 +293,15 @@ const apply: Entry<ApplyReading | null> = name => ({
     try {
       return { text, aggregation: parseApply(text, model) }
     } catch (error) {
-      if (!(error instanceof FilterSyntaxError)) throw error
-      problems.push({ name, reason: error.message })
+      // parseApply throws FilterSyntaxError only.
+      problems.push({ name, reason: (error as FilterSyntaxError).message })
       return { text, aggregation: null }
     }
   }
 })
 
 /** The fields a caller's `search` matches: the resource's searchable ones that the caller may read. */
-export const searchFields = (model: View): string[] => (model.model.searchable ?? []).filter(field => model.fields.has(field))
+export const searchFields = (model: View): string[] => model.model.searchable.filter(field => model.fields.has(field))
 
 /** `search=` (query/search.ts); refused where there is nothing to search, as the document leaves it out there. */
 const search: Entry<Search | null> = name => ({
@@ -324,8 +324,8 @@ const search: Entry<Search | null> = name => ({
     try {
       return { node: parseSearch(value), fields }
     } catch (error) {
-      if (!(error instanceof SearchSyntaxError)) throw error
-      problems.push({ name, reason: error.message })
+      // parseSearch throws SearchSyntaxError only.
+      problems.push({ name, reason: (error as SearchSyntaxError).message })
       return null
     }
   }

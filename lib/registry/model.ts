@@ -77,7 +77,7 @@ export interface ResourceModel extends View {
   /** The resource's own If-Match requirement; undefined defers to the plugin option. */
   readonly requireIfMatch?: boolean
   /** The text fields `search=` matches (query/search.ts), in the order given; empty: no search. */
-  readonly searchable?: readonly string[]
+  readonly searchable: readonly string[]
   /** A registered model hides no record and no field. */
   readonly visible?: undefined
   readonly hidden?: undefined

@@ -20,7 +20,8 @@ function model (name: string, fields: Record<string, FieldType>, relations: Rela
     defaultPageSize: 10,
     maxPageSize: 100,
     operations: new Set(['list']),
-    generateId: () => ''
+    generateId: () => '',
+    searchable: []
   }
   return built
 }

@@ -54,12 +54,14 @@ export function aggregateRecords (records: Iterable<Record_>, query: AggregateQu
     for (const aggregate of query.aggregates) group[aggregate.alias] = valueOf(aggregate, members)
     return group
   })
+  // The first key on which two groups differ orders them; the sort is total (AggregateQuery), so there is one.
   groups.sort((a, b) => {
+    let order = 0
     for (const { name, direction } of query.sort) {
-      const order = sortCompare(memberOf(a, name), memberOf(b, name))
-      if (order !== 0) return direction === 'asc' ? order : -order
+      order = (direction === 'asc' ? 1 : -1) * sortCompare(memberOf(a, name), memberOf(b, name))
+      if (order !== 0) break
     }
-    return 0
+    return order
   })
   const end = query.offset + query.limit
   return {

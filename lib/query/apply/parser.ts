@@ -4,7 +4,8 @@
 // whose message ends with its position in the text, as filter's do.
 import type { FieldModel, FieldType, View } from '../../registry/model.js'
 import type { FilterNode } from '../filter/ast.js'
-import { FilterSyntaxError, syntaxError } from '../filter/lexer.js'
+import { syntaxError } from '../filter/lexer.js'
+import type { FilterSyntaxError } from '../filter/lexer.js'
 import { parseFilter } from '../filter/parser.js'
 import { checkFilter, FilterTypeError } from '../filter/check.js'
 import type { Aggregate, AggregateMethod, GroupKey } from './ast.js'
@@ -144,13 +145,12 @@ export function parseApply (text: string, model: View): Aggregation {
     try {
       node = checkFilter(parseFilter(inner), model)
     } catch (error) {
-      if (error instanceof FilterSyntaxError) {
-        const suffix = ` at position ${error.position}`
-        const message = error.message.endsWith(suffix) ? error.message.slice(0, -suffix.length) : error.message
-        throw syntaxError(`${message} in filter()`, start + error.position)
-      }
+      // checkFilter's FilterTypeError has no position; parseFilter throws FilterSyntaxError only.
       if (error instanceof FilterTypeError) throw syntaxError(`${error.message} in filter()`, start)
-      throw error
+      const { message, position } = error as FilterSyntaxError
+      const suffix = ` at position ${position}`
+      // Its messages end with their position, but for the length limit's.
+      throw syntaxError(`${message.endsWith(suffix) ? message.slice(0, -suffix.length) : message} in filter()`, start + position)
     }
     if (depth !== 0) throw syntaxError("expected ')' closing filter(", text.length)
     at = end

@@ -132,7 +132,7 @@ export async function migrate (run: Run, schema: string, tables: readonly Table[
       await run(sql`CREATE INDEX IF NOT EXISTS ${ident(indexName(table.name, column.name))} ON ${table.ref} (${ident(column.name)}${nulls}, ${ident(table.id.name)})`)
     }
     // `search=` of a caller who may read every searchable field: the expression it runs (search.ts).
-    const searchable = table.model.searchable ?? []
+    const searchable = table.model.searchable
     if (searchable.length > 0 && options.caseCollation !== undefined) {
       await run(sql`CREATE INDEX IF NOT EXISTS ${ident(shortName(`${table.name}_search`))} ON ${table.ref} USING gin (${documentVector(table, searchable, null, options.caseCollation)})`)
     }

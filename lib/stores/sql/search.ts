@@ -50,7 +50,8 @@ export function searchCondition (table: Table, search: Search, alias: string, ca
 /** The relevance (query/search.ts RELEVANCE): how many of the terms outside a NOT the record holds. */
 export function relevance (table: Table, search: Search, alias: string, caseCollation: string): Sql {
   const terms = rankedTerms(search.node)
-  if (terms.length === 0) return raw('0')
+  // Cast: a bare 0 in ORDER BY would name a column by its position (an error: there is no column 0).
+  if (terms.length === 0) return raw('0::integer')
   const vector = documentVector(table, search.fields, alias, caseCollation)
   return sql`(${join(terms.map(term => sql`(${vector} @@ ${tsquery(term)})::integer`), ' + ')})`
 }
