@@ -7,7 +7,8 @@ import t from 'tap'
 import pg from 'pg'
 import { placeFor, places } from './helpers/demo-http.js'
 import { buildApp } from './helpers/app.js'
-import { defineResource, memoryStore } from '../lib/index.js'
+import { defineResource, memoryStore, pgliteStore } from '../lib/index.js'
+import { openPglite } from './stores/pglite-db.js'
 import { Type } from '@sinclair/typebox'
 import { demoResources } from '../demo/schemas/index.js'
 import { buildRegistry } from '../lib/registry/index.js'
@@ -239,4 +240,22 @@ t.test('the document describes search where a resource has searchable fields', a
   const document = (await app.inject({ url: '/v1/openapi.json' })).json()
   t.match(JSON.stringify(document.paths['/books'].get.parameters), /search/, 'on books')
   t.match(JSON.stringify(document), /OData \$search of the searchable fields/)
+})
+
+t.test('several searchable fields: a word of any matches, and every store finds the same', async t => {
+  const Letter = Type.Object({ id: Type.Readonly(Type.String()), subject: Type.String(), body: Type.Optional(Type.String()) }, { additionalProperties: false })
+  const db = await openPglite()
+  t.teardown(() => db.close())
+  const stores = { memory: memoryStore(), PGlite: await pgliteStore({ db, schema: 'search_fields' }) }
+  const answers: Record<string, string[][]> = {}
+  for (const [name, store] of Object.entries(stores)) {
+    const app = await buildApp(t, { store, resources: store => [defineResource({ name: 'letters', singular: 'letter', schema: Letter, store, searchable: ['subject', 'body'] })] })
+    for (const letter of [{ subject: 'Harvest news', body: 'The apples are in.' }, { subject: 'Apples', body: 'None this year' }, { subject: 'No body at all' }]) {
+      t.equal((await app.inject({ method: 'POST', url: '/v1/letters', payload: letter })).statusCode, 201)
+    }
+    const subjects = async (search: string) => (await app.inject({ url: `/v1/letters?sort=subject&search=${encodeURIComponent(search)}` })).json().data.letters.map((letter: Json) => letter.subject)
+    answers[name] = [await subjects('apples'), await subjects('body'), await subjects('harvest AND apples'), await subjects('"year"')]
+  }
+  t.same(answers.memory, [['Apples', 'Harvest news'], ['No body at all'], ['Harvest news'], ['Apples']], 'a word of the subject or of the body; a missing body holds nothing')
+  t.same(answers.PGlite, answers.memory, 'PGlite finds what the memory store finds')
 })
