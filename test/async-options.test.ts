@@ -31,41 +31,60 @@ for (const [value, message] of [
   })
 }
 
-t.test('the memory store keeps jobs: claimed once under a lease, held by the attempt, finished with its transaction', async t => {
-  const store = memoryStore()
-  const jobs = store as Required<Store>
-  const createdAt = new Date()
-  await jobs.addJob({ id: 'a', kind: 'write', owner: 'alice', payload: { n: 1 }, createdAt })
-  await jobs.addJob({ id: 'b', kind: 'other', owner: null, payload: null, createdAt })
-  t.same(await jobs.claimJobs(['write'], 0, 1000), [], 'a claim of none')
-  const [claimed, ...rest] = await jobs.claimJobs(['write'], 5, 60_000)
-  t.same(rest, [], 'only its kind')
-  t.match(claimed, { id: 'a', state: 'running', attempt: 1, owner: 'alice', payload: { n: 1 } })
-  t.same(await jobs.claimJobs(['write'], 5, 60_000), [], 'not claimed again while its lease runs')
-  t.equal(await jobs.holdJob('a', 2), false, 'another attempt does not hold it')
+/** Each store that keeps jobs, fresh: the memory store, and PGlite with its table of jobs made. */
+const jobStores: Array<[string, (t: { teardown (fn: () => unknown): void }) => Promise<Store>]> = [
+  ['the memory store', async () => memoryStore()],
+  ['PGlite', async t => {
+    const { PGlite } = await import('@electric-sql/pglite')
+    const db = await PGlite.create()
+    t.teardown(() => db.close())
+    const store = await pgliteStore({ db, schema: 'jobs' })
+    await store.prepare?.([], { idempotencyKeys: false, jobs: true })
+    return store
+  }]
+]
 
-  // A failed transaction undoes the completion.
-  await t.rejects(store.transaction(async tx => {
-    t.equal(await (tx as Required<Store>).holdJob('a', 1), true)
-    await (tx as Required<Store>).finishJob('a', 'succeeded', { status: 201 }, new Date(Date.now() + 1000))
-    throw new Error('rolled back')
-  }), /rolled back/)
-  t.equal((await jobs.getJob('a'))?.state, 'running', 'still running after the rollback')
-  await store.transaction(async tx => { await (tx as Required<Store>).finishJob('a', 'succeeded', { status: 201 }, new Date(Date.now() - 1)) })
-  t.match(await jobs.getJob('a'), { state: 'succeeded', outcome: { status: 201 } })
-  t.equal(await jobs.holdJob('a', 1), false, 'a finished job is held by no attempt')
-  await jobs.finishJob('missing', 'failed', null, new Date())
+for (const [name, makeStore] of jobStores) {
+  t.test(`${name} keeps jobs: claimed once under a lease, held by the attempt, finished with its transaction`, async t => {
+    const store = await makeStore(t)
+    const jobs = store as Required<Store>
+    const createdAt = new Date()
+    await jobs.addJob({ id: 'a', kind: 'write', owner: 'alice', payload: { n: 1 }, createdAt })
+    // No payload, and later no outcome: both kept as JSON's null.
+    await jobs.addJob({ id: 'b', kind: 'other', owner: null, payload: undefined, createdAt })
+    t.same(await jobs.claimJobs(['write'], 0, 1000), [], 'a claim of none')
+    const [claimed, ...rest] = await jobs.claimJobs(['write'], 5, 60_000)
+    t.same(rest, [], 'only its kind')
+    t.match(claimed, { id: 'a', state: 'running', attempt: 1, owner: 'alice', payload: { n: 1 } })
+    t.same(await jobs.claimJobs(['write'], 5, 60_000), [], 'not claimed again while its lease runs')
+    t.equal(await jobs.holdJob('a', 2), false, 'another attempt does not hold it')
 
-  // An expired lease returns the job to the queue: claimed again under a new attempt.
-  const [other] = await jobs.claimJobs(['other'], 1, 1)
-  await new Promise(resolve => setTimeout(resolve, 5))
-  t.match(await jobs.claimJobs(['other'], 1, 60_000), [{ id: 'b', attempt: other.attempt + 1 }])
+    // A failed transaction undoes the completion.
+    await t.rejects(store.transaction(async tx => {
+      t.equal(await (tx as Required<Store>).holdJob('a', 1), true)
+      await (tx as Required<Store>).finishJob('a', 'succeeded', { status: 201 }, new Date(Date.now() + 1000))
+      throw new Error('rolled back')
+    }), /rolled back/)
+    t.equal((await jobs.getJob('a'))?.state, 'running', 'still running after the rollback')
+    await store.transaction(async tx => { await (tx as Required<Store>).finishJob('a', 'succeeded', { status: 201 }, new Date(Date.now() - 1)) })
+    t.match(await jobs.getJob('a'), { state: 'succeeded', outcome: { status: 201 } })
+    t.equal(await jobs.holdJob('a', 1), false, 'a finished job is held by no attempt')
+    await jobs.finishJob('missing', 'failed', null, new Date())
 
-  t.equal(await jobs.purgeJobs(new Date()), 1, 'the finished job past its time')
-  t.equal(await jobs.getJob('a'), null)
-  t.equal(await jobs.purgeJobs(new Date()), 0)
-  await store.close()
-})
+    // An expired lease returns the job to the queue: claimed again under a new attempt.
+    const [other] = await jobs.claimJobs(['other'], 1, 1)
+    await new Promise(resolve => setTimeout(resolve, 5))
+    t.match(await jobs.claimJobs(['other'], 1, 60_000), [{ id: 'b', attempt: other.attempt + 1 }])
+    await jobs.finishJob('b', 'failed', undefined, new Date(Date.now() + 60_000))
+    const failed = await jobs.getJob('b')
+    t.same([failed?.payload, failed?.outcome, failed?.state], [null, null, 'failed'])
+
+    t.equal(await jobs.purgeJobs(new Date()), 1, 'the finished job past its time')
+    t.equal(await jobs.getJob('a'), null)
+    t.equal(await jobs.purgeJobs(new Date()), 0)
+    await store.close()
+  })
+}
 
 t.test('outside a transaction, the memory store\'s job writes wait for queued transactions', async t => {
   const store = memoryStore() as Required<Store>
