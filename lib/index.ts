@@ -32,7 +32,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
   const storeTiming = options.serverTiming ? createStoreTiming() : null
   const assigned = assignStores(options.resources, models)
   // Changes keep the record before a write where a row rule may make it visible or not (changes/present.ts).
-  const changes = options.changes === null ? null : setUpChanges(options.changes, models, assigned, model => context.rulesOf(model)?.read != null)
+  const changes = options.changes === null ? null : setUpChanges(options.changes, models, assigned, model => context.rulesOf(model)?.read != null, app.log)
   const recorded = changes?.storeOf ?? assigned
   const storeOf = storeTiming === null ? recorded : storeTiming.timedStores(recorded)
   const prefix = routePrefix(app)

@@ -3,6 +3,8 @@
 // completion undone with its transaction, purging.
 import t from 'tap'
 import { buildApp } from './helpers/app.js'
+import { auth } from './helpers/auth.js'
+import { buildSecureApp } from './helpers/secure-app.js'
 import { memoryStore, pgliteStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
 
@@ -18,6 +20,17 @@ t.test('async: true turns it on with the defaults', async t => {
   const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: { prefer: 'respond-async' }, payload: { name: 'Later' } })
   t.equal(res.statusCode, 202)
   t.equal((await app.inject({ url: res.headers.location as string })).statusCode, 200, 'without auth, every anonymous caller is the same caller')
+})
+
+t.test('without seesAll, a caller sees only its own operations: another\'s is 404', async t => {
+  const app = await buildSecureApp(t, { async: true })
+  const res = await app.inject({ method: 'POST', url: '/v1/authors', headers: { ...auth.writeJson, prefer: 'respond-async' }, payload: { name: 'Later' } })
+  t.equal(res.statusCode, 202)
+  const location = res.headers.location as string
+  t.equal((await app.inject({ url: location, headers: auth.write })).statusCode, 200, 'its own caller')
+  const other = await app.inject({ url: location, headers: auth.read })
+  t.equal(other.statusCode, 404, 'another caller, as for an operation that does not exist')
+  t.match(other.headers['content-type'], /^application\/problem\+json/)
 })
 
 for (const [value, message] of [

@@ -6,7 +6,8 @@ import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { defineResource, memoryStore, pgliteStore } from '../lib/index.js'
 import type { Store } from '../lib/index.js'
-import { buildApp, json, testClock } from './helpers/app.js'
+import { buildApp, create, json, testClock } from './helpers/app.js'
+import { demoResources } from '../demo/schemas/index.js'
 import { eventReader } from './helpers/events.js'
 import { resolveChanges } from '../lib/changes/options.js'
 import { changeStatements } from '../lib/stores/sql/changes.js'
@@ -92,6 +93,35 @@ t.test('a stream whose store fails ends; a waiter whose look at the head fails w
   t.equal(waited.statusCode, 500, 'a page whose store fails is a 500, as any store failure')
 })
 
+t.test('a purge of the expired changes that fails is logged at warn; the write and the read are answered', async t => {
+  const logged: string[] = []
+  const inner = memoryStore()
+  const store: Store = { ...inner, purgeChanges: async () => { throw new Error('the log is locked') } }
+  const app = await buildApp(t, { store, changes: true, server: { logger: { level: 'warn', stream: { write: (line: string) => { logged.push(line) } } } } })
+  const made = await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Kept' } })
+  t.equal(made.statusCode, 201)
+  const read = await feed(app)
+  t.equal(read.statusCode, 200)
+  t.same(read.json().data.changes.map((change: { recordId: string }) => change.recordId), [made.json().data.author.id], 'nothing was purged')
+  await new Promise(resolve => setImmediate(resolve))
+  const warned = logged.map(line => JSON.parse(line)).filter(line => line.msg === 'api-conventions: purging expired changes failed')
+  t.equal(warned.length, 1, 'once: a purge is tried at most once a minute')
+  t.match(warned[0], { level: 40, err: { message: 'the log is locked' } })
+})
+
+t.test('a row rule that reaches through a relation finds no related values in a change', async t => {
+  // Books are seen when available, or when their author is from NZ: the feed judges a change on the book alone.
+  const rule = "available eq true or author/country eq 'NZ'"
+  const app = await buildApp(t, { changes: true, resources: store => demoResources(store).map(resource => resource.name === 'books' ? { ...resource, rules: { read: rule } } : resource) })
+  const author = await create(app, 'authors', { name: 'Janet Frame', country: 'NZ' })
+  const hidden = await create(app, 'books', { title: 'Owls Do Cry', authorId: author.id, available: false })
+  const shown = await create(app, 'books', { title: 'Faces in the Water', authorId: author.id, available: true })
+  const listed = (await app.inject({ url: '/v1/books' })).json().data.books.map((book: { id: string }) => book.id)
+  t.same(listed.sort(), [hidden.id, shown.id].sort(), 'a LIST follows the relation: both books')
+  const changes = (await feed(app, '?resource=books')).json().data.changes
+  t.same(changes.map((change: { recordId: string }) => change.recordId), [shown.id], 'the feed: only the book its own fields show')
+})
+
 t.test('boot errors name the option', async t => {
   const app = buildApp(t, { changes: { retention: 'soon' } })
   await t.rejects(app, { code: 'API_ERR_OPTIONS_INVALID', message: /changes\.retention/ })
@@ -99,6 +129,10 @@ t.test('boot errors name the option', async t => {
   t.throws(() => resolveChanges('yes'), { message: /changes must be a boolean or an object/ })
   t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000, nats: null, webhooks: null })
   t.throws(() => resolveChanges({ webhooks: {} }), { message: /changes.webhooks.allowedHosts must be host names/ })
+  t.throws(() => resolveChanges({ webhooks: 'localhost' }), { message: /changes.webhooks must be an object \{ allowedHosts/ })
+  t.throws(() => resolveChanges({ webhooks: null }), { message: /changes.webhooks must be an object/ })
+  t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], ownerOf: 'user' } }), { message: /changes.webhooks.ownerOf must be a function of the principal/ })
+  t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], seesAll: true } }), { message: /changes.webhooks.seesAll must be a function of the principal/ })
   t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], retrySchedule: [-1] } }), { message: /changes.webhooks.retrySchedule/ })
   t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], timeout: 0 } }), { message: /changes.webhooks.timeout/ })
   t.throws(() => resolveChanges({ webhooks: { allowedHosts: [], hosts: [] } }), { message: /hosts/ })

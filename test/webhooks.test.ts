@@ -2,17 +2,22 @@
 // with a short retry schedule, a receiver on 127.0.0.1, on each store the demo runs on. What a
 // client sees: the subscription resource (its owner's only, the secret once, the allowed hosts),
 // the signed POSTs, retries, order per record, dead deliveries and their retry, and a restart.
+// Then the plugin alone on a memory store: the owner without `ownerOf`, a subscription ended before
+// a delivery's next attempt, a store that fails under the fan-out and the sender, two instances.
 import { createHmac } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import t from 'tap'
-import { apiConventions } from '../lib/index.js'
-import type { ChangesOptions } from '../lib/index.js'
+import type { Test } from 'tap'
+import { apiConventions, defineAuth, memoryStore } from '../lib/index.js'
+import type { ChangesOptions, Store } from '../lib/index.js'
+import { webhookModels } from '../lib/changes/webhooks.js'
 import { demoPluginOptions } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
 import { createDemoStore } from '../demo/store.js'
+import { buildApp } from './helpers/app.js'
 import { client, places, placeFor } from './helpers/demo-http.js'
 import type { Api, Place } from './helpers/demo-http.js'
 
@@ -34,11 +39,15 @@ async function start (place: Place): Promise<{ api: Api, close: () => Promise<vo
 
 interface Received { readonly path: string, readonly headers: IncomingHttpHeaders, readonly body: string, readonly status: number }
 
-/** A receiver: each path answers the statuses queued for it, then `fallback` of the path (200 unless set; 0: never answers). */
+/**
+ * A receiver: each path answers the statuses queued for it, then `fallback` of the path (200 unless
+ * set; 0: never answers); a held path answers once released.
+ */
 async function receiver (t: { teardown (fn: () => unknown): void }) {
   const received: Received[] = []
   const queued = new Map<string, number[]>()
   const fallback = new Map<string, number>()
+  const holds = new Map<string, Promise<void>>()
   const server = createServer((request, response) => {
     const chunks: Buffer[] = []
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -48,8 +57,13 @@ async function receiver (t: { teardown (fn: () => unknown): void }) {
       received.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString(), status })
       // 0: no answer at all (until the connection closes).
       if (status === 0) return
-      response.statusCode = status
-      response.end()
+      const answer = () => {
+        response.statusCode = status
+        response.end()
+      }
+      const held = holds.get(path)
+      if (held === undefined) answer()
+      else held.then(answer, answer)
     })
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
@@ -59,7 +73,16 @@ async function receiver (t: { teardown (fn: () => unknown): void }) {
     url: (path: string) => `http://127.0.0.1:${port}${path}`,
     at: (path: string) => received.filter(request => request.path === path),
     queue: (path: string, ...statuses: number[]) => queued.set(path, statuses),
-    answer: (path: string, status: number) => fallback.set(path, status)
+    answer: (path: string, status: number) => fallback.set(path, status),
+    /** Holds the answers of `path` until the function returned is called. */
+    hold: (path: string) => {
+      let release = () => {}
+      holds.set(path, new Promise<void>(resolve => { release = resolve }))
+      return () => {
+        holds.delete(path)
+        release()
+      }
+    }
   }
 }
 
@@ -255,3 +278,126 @@ for (const where of places('webhooks')) {
     })
   })
 }
+
+// The plugin itself on a memory store (test/helpers/app.ts), where the demo cannot go: the options'
+// defaults, a store that fails, two instances sharing one store, the deliveries as stored.
+
+/** The callers, each a bearer token of the same name, and their principals. */
+const principals: Record<string, object> = { ursula: { user: 'ursula' }, sam: { sub: 'sam' }, ida: { id: 'ida' }, nobody: { name: 'nobody' }, blank: { user: '' } }
+const tokens = Object.fromEntries(Object.keys(principals).map(name => [name, name]))
+
+/** The plugin with webhooks on `store`, no `ownerOf` nor `seesAll`, the short schedule; what it logs at warn. */
+async function pluginApp (t: Test, store: Store) {
+  const logged: Array<Record<string, any>> = []
+  const app = await buildApp(t, {
+    store,
+    auth: defineAuth({ bearer: async token => principals[token] ?? null }),
+    changes: { webhooks: { allowedHosts: '127.0.0.1', retrySchedule } },
+    server: { logger: { level: 'warn', stream: { write: (line: string) => { logged.push(JSON.parse(line)) } } } }
+  })
+  const api = client(await app.listen({ port: 0, host: '127.0.0.1' }), tokens)
+  const subscribe = async (caller: string, body: Record<string, unknown>) => {
+    const res = await api(caller, 'POST', '/v1/webhooks', { body })
+    if (res.status !== 201) throw new Error(`${res.status} ${res.text}`)
+    return res.body.data.webhook
+  }
+  const newAuthor = async () => (await api('ursula', 'POST', '/v1/authors', { body: { name: 'Ann' } })).body.data.author
+  return { api, logged, subscribe, newAuthor }
+}
+
+const [deliveriesModel] = webhookModels
+
+t.test('without ownerOf: the owner is the principal\'s user, sub or id; a caller with none cannot subscribe; without seesAll, each sees its own only', async t => {
+  const { api, subscribe } = await pluginApp(t, memoryStore())
+  const hook = await receiver(t)
+  const owned: Record<string, string> = {}
+  for (const [caller, owner] of [['ursula', 'ursula'], ['sam', 'sam'], ['ida', 'ida']]) {
+    const webhook = await subscribe(caller, { url: hook.url(`/${caller}`) })
+    t.equal(webhook.ownerId, owner, caller)
+    owned[caller] = webhook.id
+  }
+  for (const caller of ['nobody', 'blank']) {
+    const refused = await api(caller, 'POST', '/v1/webhooks', { body: { url: hook.url('/none') } })
+    t.equal(refused.status, 403, `${caller}: no owner`)
+    t.match(refused.headers.get('content-type'), /^application\/problem\+json/)
+    t.same((await api(caller, 'GET', '/v1/webhooks')).body.data.webhooks, [], `${caller} sees no one's`)
+  }
+  t.same((await api('ursula', 'GET', '/v1/webhooks')).body.data.webhooks.map((webhook: { id: string }) => webhook.id), [owned.ursula])
+  t.equal((await api('sam', 'GET', `/v1/webhooks/${owned.ursula}`)).status, 404)
+  t.equal((await api('sam', 'GET', `/v1/webhooks/${owned.ursula}/deliveries`)).status, 404)
+  // Without authentication there is no principal, and so no owner.
+  const open = await buildApp(t, { changes: { webhooks: { allowedHosts: '127.0.0.1' } } })
+  t.equal((await open.inject({ method: 'POST', url: '/v1/webhooks', payload: { url: hook.url('/anonymous') } })).statusCode, 403, 'an anonymous caller: no owner')
+  t.same((await open.inject({ url: '/v1/webhooks' })).json().data.webhooks, [])
+})
+
+t.test('a subscription made inactive or deleted before a delivery\'s next attempt: the delivery is dead, saying why, and not sent', async t => {
+  const store = memoryStore()
+  const { api, subscribe, newAuthor } = await pluginApp(t, store)
+  const hook = await receiver(t)
+  const cases = [
+    ['/inactive', (id: string) => api('ursula', 'PATCH', `/v1/webhooks/${id}`, { body: { active: false } }), 200, 'the subscription is inactive'],
+    ['/deleted', (id: string) => api('ursula', 'DELETE', `/v1/webhooks/${id}`), 204, 'the subscription was deleted']
+  ] as const
+  for (const [path, end, status, why] of cases) {
+    // The first attempt fails, and is held until the subscription has ended.
+    hook.queue(path, 500)
+    const release = hook.hold(path)
+    const webhook = await subscribe('ursula', { url: hook.url(path), resources: ['authors'] })
+    await newAuthor()
+    await until(() => hook.at(path).length > 0, 'the first attempt is under way')
+    const [delivery] = (await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries
+    t.equal((await end(webhook.id)).status, status)
+    release()
+    const dead = await until(async () => { const found = await store.get(deliveriesModel, delivery.id); return found?.data.status === 'dead' && found.data }, `dead (${path})`)
+    t.match(dead, { status: 'dead', lastStatus: null, lastError: why, nextAttemptAt: null }, path)
+    t.equal(hook.at(path).length, 1, `${path}: not sent again`)
+  }
+  // Made active again, the subscription's dead delivery is sent by a retry.
+  const [inactive] = (await api('ursula', 'GET', '/v1/webhooks')).body.data.webhooks
+  t.equal((await api('ursula', 'PATCH', `/v1/webhooks/${inactive.id}`, { body: { active: true } })).status, 200)
+  const [dead] = (await api('ursula', 'GET', `/v1/webhooks/${inactive.id}/deliveries`)).body.data.deliveries
+  t.match(dead, { status: 'dead', lastError: 'the subscription is inactive' }, 'as its owner sees it')
+  t.equal((await api('ursula', 'POST', `/v1/webhooks/${inactive.id}/deliveries/${dead.id}/retry`)).status, 202)
+  await until(() => hook.at('/inactive').some(request => request.status === 200), 'sent after the retry')
+})
+
+t.test('a store that fails under the fan-out and the sender: logged at warn and tried again; the changes arrive once it recovers', async t => {
+  const inner = memoryStore()
+  let failing = false
+  const store: Store = { ...inner, list: async (...args) => { if (failing) throw new Error('the store is unavailable'); return await inner.list(...args) } }
+  const { logged, subscribe, newAuthor } = await pluginApp(t, store)
+  const hook = await receiver(t)
+  await subscribe('ursula', { url: hook.url('/outage'), resources: ['authors'] })
+  failing = true
+  const author = await newAuthor()
+  const warned = (message: string) => logged.find(line => line.msg === message)
+  const fanOut = await until(() => warned('api-conventions: fanning changes out to webhooks failed; retrying'), 'the fan-out warned')
+  const sender = await until(() => warned('api-conventions: reading webhook deliveries failed; retrying'), 'the sender warned')
+  for (const line of [fanOut, sender]) t.match(line, { level: 40, err: { message: 'the store is unavailable' } })
+  t.same(hook.at('/outage'), [], 'nothing sent during the outage')
+  failing = false
+  const [request] = await until(() => hook.at('/outage').length > 0 && hook.at('/outage'), 'delivered after the outage')
+  t.equal(bodyOf(request).recordId, author.id)
+})
+
+t.test('two instances sharing a store: a delivery one has claimed is not sent by the other while its lease runs', async t => {
+  const inner = memoryStore()
+  let looks = 0
+  const store: Store = { ...inner, list: async (model, query) => { if (model === deliveriesModel) looks++; return await inner.list(model, query) } }
+  const one = await pluginApp(t, store)
+  const two = await pluginApp(t, store)
+  const hook = await receiver(t)
+  const release = hook.hold('/shared')
+  const webhook = await one.subscribe('ursula', { url: hook.url('/shared'), resources: ['authors'] })
+  await two.newAuthor()
+  await until(() => hook.at('/shared').length > 0, 'an instance is sending it')
+  // The sending instance waits for the answer; the other looks at the pending deliveries meanwhile.
+  const before = looks
+  await until(() => looks > before, 'the other instance looked')
+  release()
+  const [delivery] = await until(async () => { const found = (await two.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'delivered' && found }, 'delivered')
+  t.match(delivery, { status: 'delivered', attempts: 1, lastStatus: 200 })
+  t.equal(hook.at('/shared').length, 1, 'sent once')
+  t.equal((await one.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries.length, 1, 'fanned out once')
+})

@@ -1,7 +1,7 @@
 // The change feed as the plugin wires it (docs/changes.md): the store wrapped so that writes record
 // their changes, the wake-ups of waiting readers, the route's spec, the purge past retention, and
 // the publisher to NATS JetStream when configured.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import { OptionsInvalidError } from '../errors.js'
 import type { OperationContext } from '../operations/context.js'
 import type { StoreOf } from '../operations/stores.js'
@@ -37,9 +37,10 @@ export interface Changes {
 
 /**
  * The feed of `models`, which must share one store with a change log (a feed reads one log).
- * `keepsPrevious` is read when a write is made (the rules are compiled after this).
+ * `keepsPrevious` is read when a write is made (the rules are compiled after this); `logger` is
+ * told when purging the expired changes fails.
  */
-export function setUpChanges (settings: ResolvedChanges, models: readonly ResourceModel[], assigned: StoreOf, keepsPrevious: (model: ResourceModel) => boolean): Changes {
+export function setUpChanges (settings: ResolvedChanges, models: readonly ResourceModel[], assigned: StoreOf, keepsPrevious: (model: ResourceModel) => boolean, logger: FastifyBaseLogger): Changes {
   const store = assigned(models[0])
   if (models.some(model => assigned(model) !== store)) throw new OptionsInvalidError('changes needs every resource kept in one store: the feed reads one change log')
   if (typeof store.appendChanges !== 'function' || typeof store.readChanges !== 'function' || typeof store.purgeChanges !== 'function') {
@@ -47,21 +48,20 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
   }
   const log = store as Required<Pick<Store, 'readChanges' | 'purgeChanges'>>
   let lastPurge = 0
-  const purgeNowAndThen = (warn: (error: unknown) => void) => {
+  const purgeNowAndThen = () => {
     const now = Date.now()
     if (now - lastPurge < purgeInterval) return
     lastPurge = now
-    log.purgeChanges(new Date(now - settings.retention)).catch(warn)
+    log.purgeChanges(new Date(now - settings.retention)).catch((error: unknown) => logger.warn({ err: error }, 'api-conventions: purging expired changes failed'))
   }
   const wakeups = createWakeups(async () => (await log.readChanges({ after: null, limit: 0, resources: null })).head, settings.pollInterval)
-  let warnOf: (error: unknown) => void = () => {}
   const recording = recordingStore(store, {
     keepsPrevious,
     // Subscriptions are no one's news, and the log (published whole to NATS) must not hold their secrets.
     records: settings.webhooks === null ? undefined : model => model.name !== WEBHOOKS,
     committed () {
       wakeups.committed()
-      purgeNowAndThen(warnOf)
+      purgeNowAndThen()
     }
   })
   return {
@@ -88,7 +88,6 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
       return hooks.specs(context, schemaOptionsFor(context))
     },
     spec (context, schemaOptions, app) {
-      warnOf = error => app.log.warn({ err: error }, 'api-conventions: purging expired changes failed')
       const feed = changeFeed(context, log, settings, wakeups)
       // Open event streams end as the server closes, or it would wait for them.
       app.addHook('preClose', function endChangeStreams (done) {
@@ -109,7 +108,7 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
         responseTypes: [...json, 'text/event-stream'],
         schema: changesRouteSchema(context, schemaOptions),
         handler: async function readChanges (request: FastifyRequest, reply) {
-          purgeNowAndThen(warnOf)
+          purgeNowAndThen()
           return await feed.handler.call(this, request, reply)
         },
         config: { produces: [...json, 'text/event-stream'] }

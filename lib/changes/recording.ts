@@ -61,10 +61,8 @@ function inTransaction (tx: Store, pending: NewChange[], { keepsPrevious, record
   }
   /** The record before a write that needs it: locked, so that it is still the one written over. */
   const before = async (model: ResourceModel, id: string, needed: boolean) => needed ? await tx.get(model, id, { lock: true }) : null
-  const wrapper = passThrough(tx)
-  const self: Store = Object.assign(wrapper, {
-    // A transaction inside this one joins it.
-    transaction: async <T>(work: (store: Store) => Promise<T>): Promise<T> => await work(self),
+  // No `transaction`: the plugin's writes join this one through the store it hands them, never by opening another.
+  return Object.assign(passThrough(tx), {
     async create (model: ResourceModel, fields: Fields) {
       const created = await tx.create(model, fields)
       note(model, 'create', String(created.data[model.idField]), created, null, created.modifiedAt)
@@ -85,7 +83,6 @@ function inTransaction (tx: Store, pending: NewChange[], { keepsPrevious, record
       return removed
     }
   }) as unknown as Store
-  return self
 }
 
 /** An object with the store's passed calls, each made on the store itself (which may keep private fields). */

@@ -125,7 +125,12 @@ export function urlRefusal (url: unknown, allowedHosts: ReadonlySet<string>): st
 
 /** The `webhooks` resource, kept in `store`; `resourceNames` lists the others (read when a subscription is written). */
 export function webhooksResource (settings: ResolvedWebhooks, store: Store, resourceNames: () => readonly string[]): ResourceDefinition {
-  const mine = (principal: unknown) => settings.seesAll(principal) ? null : `ownerId eq ${literal(settings.ownerOf(principal) ?? '')}`
+  // Without an owner, nothing is one's own (every subscription has one): CREATE is refused.
+  const mine = (principal: unknown) => {
+    if (settings.seesAll(principal)) return null
+    const owner = settings.ownerOf(principal)
+    return owner === null ? 'ownerId eq null' : `ownerId eq ${literal(owner)}`
+  }
   return {
     name: WEBHOOKS,
     singular: 'webhook',
@@ -134,7 +139,6 @@ export function webhooksResource (settings: ResolvedWebhooks, store: Store, reso
     defaultPageSize: 20,
     maxPageSize: 100,
     rules: {
-      // Without an owner, nothing is one's own: CREATE is refused.
       read: mine,
       write: mine,
       fields: { secret: { read: never, write: never }, principal: { read: never, write: never } }

@@ -72,15 +72,10 @@ export function createWorkers (stores: readonly Store[], kinds: Readonly<Record<
 
   /** Waits for the next poll, or a wake. */
   function idle (): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    let wake = () => {}
     return new Promise<void>(resolve => {
-      wake = resolve
+      const wake = () => { clearTimeout(timer); sleepers.delete(wake); resolve() }
+      const timer = setTimeout(wake, settings.pollMillis)
       sleepers.add(wake)
-      timer = setTimeout(resolve, settings.pollMillis)
-    }).finally(() => {
-      clearTimeout(timer)
-      sleepers.delete(wake)
     })
   }
 

@@ -1,6 +1,6 @@
 // The work queue's workers (lib/work/queue.ts) on a memory store: a job done once with its
 // completion, a failure kept, an error left for the lease, a lost lease undone, claims and purges
-// that fail, and stopping with a job still running.
+// that fail, and stopping with a claim under way or a job still running.
 import t from 'tap'
 import { memoryStore } from '../../lib/index.js'
 import type { Store } from '../../lib/index.js'
@@ -108,6 +108,25 @@ t.test('claims, purges and recording a failure that fail are reported, and the l
   t.ok(warnings.some(warning => /claiming jobs failed/.test(warning)))
   t.ok(warnings.some(warning => /purging finished jobs failed/.test(warning)))
   t.match(await inner.getJob('f'), { state: 'running' }, 'left for its lease to end')
+})
+
+t.test('jobs a claim answers once the workers are stopping are not run: they are left for their lease', async t => {
+  const inner = memoryStore() as Required<Store>
+  await add(inner, 'late')
+  let answer = () => {}
+  let claiming = false
+  // The claim waits (as behind a running transaction) until the workers were told to stop.
+  const store: Store = { ...inner, claimJobs: async (...args) => { claiming = true; await new Promise<void>(resolve => { answer = resolve }); return await inner.claimJobs(...args) } }
+  let ran = false
+  const { log } = logger()
+  const workers = createWorkers([store], { k: async () => { ran = true } }, settings, log)
+  workers.start()
+  await until(async () => claiming)
+  const stopped = workers.stop(1000)
+  answer()
+  await stopped
+  t.notOk(ran, 'not run')
+  t.match(await inner.getJob('late'), { state: 'running', attempt: 1 }, 'claimed: another instance takes it when the lease ends')
 })
 
 t.test('stop waits for the running job no longer than its grace', async t => {
