@@ -285,8 +285,9 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
       }
       const last = read.changes[read.changes.length - 1].position
       const moved = await tx.update(cursorsModel, CURSOR, { id: CURSOR, position: last }, { ifVersion: at.version })
-      // Another instance fanned this batch out first: this one's deliveries roll back.
-      if (moved === null || moved === VERSION_MISMATCH) throw new CursorMoved()
+      // Another instance fanned this batch out first: this one's deliveries roll back. (The cursor,
+      // an internal record no route reaches, is never removed: the update finds it.)
+      if (moved === VERSION_MISMATCH) throw new CursorMoved()
     }).catch((error: unknown) => { if (!(error instanceof CursorMoved)) throw error })
     if (made > 0) wakeSender()
     return { head: read.head, found: true }
