@@ -1,8 +1,6 @@
 // A peer side on PostgreSQL (peers.ts): Platformatic DB's mapper and REST routes (sql-mapper +
 // sql-openapi on Fastify 5), as `platformatic db` would serve them, over the benchmark schema
 // run.ts seeded. Loaded from benchmarks/peers/. Prints `listening <url>` or `unavailable <why>`.
-// The ids every side makes the same way (the plugin's UUIDv7 source).
-import { newUuidV7 as uuidv7 } from '../lib/registry/uuid.js'
 import { BENCH_SCHEMA, databaseUrl } from './postgres.js'
 import { requirePeer } from './peers.js'
 
@@ -11,7 +9,6 @@ interface App {
   listen (options: { port: number, host: string }): Promise<string>
   close (): Promise<void>
 }
-type SaveOptions = { input: Record<string, unknown> }
 
 async function main () {
   if (databaseUrl() === undefined) return process.stdout.write('unavailable DATABASE_URL is not set\n')
@@ -26,16 +23,8 @@ async function main () {
     // The plugin's bookkeeping columns (version, modified_at) have defaults: hidden here, as a
     // Platformatic user who did not make them would hide them, so creates leave them to PostgreSQL.
     ignore: { books: { version: true, modified_at: true }, authors: { version: true, modified_at: true }, reviews: true },
-    autoTimestamp: false,
-    // The ids are text the application assigns (UUIDv7, as the plugin does), not a database default.
-    hooks: {
-      apiConventionsBenchBook: {
-        save (original: (options: SaveOptions) => Promise<unknown>, options: SaveOptions) {
-          if (options.input.id === undefined) options.input.id = uuidv7()
-          return original(options)
-        }
-      }
-    }
+    autoTimestamp: false
+    // The ids: the table's default (postgres.ts), as a Platformatic user would leave them to the database.
   })
   await app.register(openapi, { exposeDocumentation: false })
   const url = await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })

@@ -59,6 +59,12 @@ export async function seedPostgres (): Promise<void> {
     await store.close()
     // The store stamps rows with now(); Last-Modified must not depend on when the seed ran.
     for (const name of tables) await pool.query(`UPDATE "${BENCH_SCHEMA}"."${name}" SET "modified_at" = $1`, [SEED_TIME])
+    // What a Platformatic DB user would add for the peer's requests (peers.ts), on the same table
+    // every side reads and writes: the index of its filtered LIST's order (rating DESC, id DESC,
+    // NULLs first, which the plugin's (rating NULLS FIRST, id) cannot serve), and ids made by the
+    // database, so that its CREATE is one INSERT (PostgreSQL 15 has no UUIDv7: version 4 text).
+    await pool.query(`CREATE INDEX books_peer_rating_id ON "${BENCH_SCHEMA}".books (rating, id)`)
+    await pool.query(`ALTER TABLE "${BENCH_SCHEMA}".books ALTER COLUMN id SET DEFAULT gen_random_uuid()::text`)
     await pool.query(`ANALYZE ${tables.map(name => `"${BENCH_SCHEMA}"."${name}"`).join(', ')}`)
   } finally {
     await pool.end()

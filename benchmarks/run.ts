@@ -80,16 +80,22 @@ interface PeerResult {
   readonly name: string
   readonly measurements: readonly Measurement[]
   readonly rps: number
-  /** Plugin ÷ peer req/s, median of the per-round ratios. */
+  /** The demo as `npm start` serves it (server.ts BENCH_DEMO): the side compared with the peer, in the same rounds. */
+  readonly demo: readonly Measurement[]
+  readonly demoRps: number
+  /** Demo ÷ peer req/s, median of the per-round ratios. */
   readonly ratio: number
+  /** Errors of the peer and of the demo side. */
   readonly errors: number
+  /** The demo side answered as the plugin side did (status, headers, body). */
+  readonly demoSameAnswer: boolean
   /** The peer answered the expected status with the expected records (the same book, the same 20 ids). */
   readonly expected: boolean
   readonly answer?: string
 }
 
 interface Sides { readonly baseline: Server, readonly plugin: Server, readonly withHeaders: Server }
-interface PeerSide { readonly name: string, readonly server: Server, readonly request: PeerRequest }
+interface PeerSide { readonly name: string, readonly server: Server, readonly request: PeerRequest, readonly demo: Server }
 
 /** Whether the peer's answer has the status and the records the case expects; the answer itself when not. */
 async function checkPeer (peer: PeerSide): Promise<{ expected: boolean, answer: string, bytes: ResponseBytes }> {
@@ -115,13 +121,21 @@ async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides, 
     withHeaders: (await probe(withHeaders.origin, caseRequest(benchCase, paths.withHeaders))).bytes
   }
   const peerCheck = peer === undefined ? undefined : await checkPeer(peer)
+  const demoAnswer = peer === undefined ? undefined : await answer(peer.demo.origin, paths.plugin, benchCase)
   for (const side of ['baseline', 'plugin', 'withHeaders'] as const) await load(servers[side], paths[side], benchCase, settings.warmup, settings.connections)
-  if (peer !== undefined) await loadRequest(peer.server, peer.request, settings.warmup, settings.connections)
+  if (peer !== undefined) {
+    await load(peer.demo, paths.plugin, benchCase, settings.warmup, settings.connections)
+    await loadRequest(peer.server, peer.request, settings.warmup, settings.connections)
+  }
   const sides = { baseline: [] as Measurement[], plugin: [] as Measurement[], withHeaders: [] as Measurement[] }
   const peerRounds: Measurement[] = []
+  const demoRounds: Measurement[] = []
   for (let round = 0; round < settings.rounds; round++) {
     for (const side of ['baseline', 'plugin', 'withHeaders'] as const) sides[side].push(await load(servers[side], paths[side], benchCase, settings.duration, settings.connections))
-    if (peer !== undefined) peerRounds.push(await loadRequest(peer.server, peer.request, settings.duration, settings.connections))
+    if (peer !== undefined) {
+      demoRounds.push(await load(peer.demo, paths.plugin, benchCase, settings.duration, settings.connections))
+      peerRounds.push(await loadRequest(peer.server, peer.request, settings.duration, settings.connections))
+    }
   }
   // PostgreSQL: the statements on the data each side ran during the whole case, as sets (the plugin
   // may run one twice); the store's own bookkeeping (schema check, migration) is left out.
@@ -155,8 +169,11 @@ async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides, 
             name: peer.name,
             measurements: peerRounds,
             rps: median(peerRounds.map(m => m.rps)),
-            ratio: median(sides.plugin.map((m, i) => m.rps / peerRounds[i].rps)),
-            errors: peerRounds.reduce((sum, m) => sum + m.errors, 0),
+            demo: demoRounds,
+            demoRps: median(demoRounds.map(m => m.rps)),
+            ratio: median(demoRounds.map((m, i) => m.rps / peerRounds[i].rps)),
+            errors: [...peerRounds, ...demoRounds].reduce((sum, m) => sum + m.errors, 0),
+            demoSameAnswer: demoAnswer === pluginAnswer,
             expected: peerCheck.expected,
             ...(peerCheck.expected ? {} : { answer: peerCheck.answer })
           }
@@ -164,7 +181,7 @@ async function runCase (store: StoreKind, benchCase: BenchCase, servers: Sides, 
   }
 }
 
-const columns = [32, 16, 14, 8, 8, 8, 8, 11, 13, 11, 12, 9, 14, 14, 14, 14]
+const columns = [32, 16, 14, 8, 8, 8, 8, 11, 13, 11, 12, 12, 11, 14, 14, 14, 14]
 const row = (cells: readonly string[]) => cells.map((cell, i) => i === 0 ? cell.padEnd(columns[i]) : cell.padStart(columns[i])).join('')
 
 /** `body/header` bytes of one response. */
@@ -176,11 +193,12 @@ function line (result: CaseResult): string {
     result.sameAnswer ? '' : 'ANSWERS DIFFER',
     result.sameSql ? '' : 'SQL DIFFERS',
     result.peer === undefined || result.peer.expected ? '' : 'PEER ANSWER UNEXPECTED',
-    result.peer === undefined || result.peer.errors === 0 ? '' : `peer errors ${result.peer.errors}`
+    result.peer === undefined || result.peer.errors === 0 ? '' : `peer or demo errors ${result.peer.errors}`,
+    result.peer === undefined || result.peer.demoSameAnswer ? '' : 'demo answers otherwise than the plugin side'
   ].filter(note => note !== '').join(', ')
   return row([`${result.store}/${result.name}`, result.baselineRps.toFixed(0), result.pluginRps.toFixed(0), result.ratio.toFixed(2),
     result.p50.toFixed(1), result.p99.toFixed(1), String(result.errors), result.cpuRatio?.toFixed(2) ?? '-',
-    result.headersCeiling.toFixed(2), result.ratioToHeaders.toFixed(2), result.peer?.rps.toFixed(0) ?? '-', result.peer?.ratio.toFixed(2) ?? '-',
+    result.headersCeiling.toFixed(2), result.ratioToHeaders.toFixed(2), result.peer?.demoRps.toFixed(0) ?? '-', result.peer?.rps.toFixed(0) ?? '-', result.peer?.ratio.toFixed(2) ?? '-',
     ...(['baseline', 'plugin', 'withHeaders', 'peer'] as const).map(side => weight(result.bytes[side]))]) + (notes === '' ? '' : `  ${notes}`)
 }
 
@@ -203,7 +221,7 @@ async function main () {
   const started = Date.now()
   process.stdout.write(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}; ${settings.rounds} rounds of ${settings.duration} s after ${settings.warmup} s warm-up, ${settings.connections} connections, ${settings.driver}\n`)
   process.stdout.write(`peers: ${settings.stores.map(store => `${store} ${peers[store].name}`).join('; ')}; bytes per response: body/header\n\n`)
-  process.stdout.write(row(['case', 'baseline req/s', 'plugin req/s', 'ratio', 'p50 ms', 'p99 ms', 'errors', 'cpu ratio', 'hdr ceiling', 'vs hdr', 'peer req/s', 'vs peer',
+  process.stdout.write(row(['case', 'baseline req/s', 'plugin req/s', 'ratio', 'p50 ms', 'p99 ms', 'errors', 'cpu ratio', 'hdr ceiling', 'vs hdr', 'demo req/s', 'peer req/s', 'demo÷peer',
     'bytes base', 'bytes plugin', 'bytes hdr', 'bytes peer']) + '\n')
   const results: CaseResult[] = []
   const skipped: Array<{ store: StoreKind, reason: string }> = []
@@ -238,7 +256,11 @@ async function main () {
         skipped.push({ store, reason: `peer ${peers[store].name}: ${peerServer.unavailable}` })
         process.stdout.write(`${store}: peer ${peers[store].name} skipped (${peerServer.unavailable})\n`)
       }
-      const peer = peerServer === undefined || 'unavailable' in peerServer || peerRequest === undefined ? undefined : { name: peers[store].name, server: peerServer, request: peerRequest }
+      const peerReady = peerServer === undefined || 'unavailable' in peerServer || peerRequest === undefined ? undefined : { name: peers[store].name, server: peerServer, request: peerRequest }
+      // Compared with the peer: the demo as `npm start` serves it, on the same store.
+      const demo = peerReady === undefined ? undefined : await startServer('./server.js', store, [], { BENCH_DEMO: '1' })
+      if (demo !== undefined && 'unavailable' in demo) throw new Error(`the demo side did not start: ${demo.unavailable}`)
+      const peer = peerReady === undefined || demo === undefined ? undefined : { ...peerReady, demo }
       try {
         if ('unavailable' in baseline || 'unavailable' in withHeaders) throw new Error(`the baseline has no ${store} store`)
         const result = await runCase(store, benchCase, { baseline, plugin, withHeaders }, peer)
@@ -252,6 +274,7 @@ async function main () {
         if (!('unavailable' in baseline)) await baseline.stop()
         if (!('unavailable' in withHeaders)) await withHeaders.stop()
         await peer?.server.stop()
+        await peer?.demo.stop()
       }
     }
     if (store === 'postgres') await dropBenchSchema()
@@ -285,7 +308,7 @@ async function main () {
   process.stdout.write(`\nwrote benchmarks/results/${name}.json${quick ? '' : ' and ratios.svg'} in ${report.seconds} s\n`)
   // Every response must have been the intended one, on every side, with the same bytes on the plugin's and the baselines'.
   // A peer must have answered what was asked, or its rate compares nothing.
-  if (results.some(result => result.errors > 0 || !result.sameAnswer || !result.sameSql || (result.peer !== undefined && (!result.peer.expected || result.peer.errors > 0)))) process.exitCode = 1
+  if (results.some(result => result.errors > 0 || !result.sameAnswer || !result.sameSql || (result.peer !== undefined && (!result.peer.expected || result.peer.errors > 0 || !result.peer.demoSameAnswer)))) process.exitCode = 1
 }
 
 await main()

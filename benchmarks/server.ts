@@ -3,14 +3,13 @@
 // port), STORE memory (default) or postgres; prints `listening <url>` once ready, which run.ts
 // waits for, or `unavailable <why>`.
 import { pathToFileURL } from 'node:url'
-import Fastify from 'fastify'
 import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
-import apiConventions, { createClientErrorHandler, genReqId, memoryStore } from '../lib/index.js'
+import { memoryStore } from '../lib/index.js'
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
 import { loadConfig } from '../demo/config.js'
 import type { DemoConfig } from '../demo/config.js'
-import { demoSecurityOptions } from '../demo/app.js'
+import { buildDemoAppOver } from '../demo/app.js'
 import { demoResources } from '../demo/schemas/index.js'
 import { CURSOR_SECRET, SEED_TIME, fillStore, generate } from './seed.js'
 import { benchPostgresStore, databaseUrl, traceStatements } from './postgres.js'
@@ -32,25 +31,26 @@ export async function seededMemoryStore (authorCount?: number, bookCount?: numbe
 }
 
 /**
- * What demo/app.ts buildDemoApp() does, over a store we seeded (the demo builds its own store
- * and offers no way to hand it one: see notes/perf-findings.md), without Redis and without a
- * logger (logging is the host's choice, and the baseline logs nothing either). Keep it in step with
- * buildDemoApp, so every convention the demo turns on is on in the benchmark too. `overrides`
- * turn conventions off for ablation.ts.
+ * What the hand-written baseline does not do, left out of the plugin side compared with it: the
+ * change feed (a second statement in every write), 202 work and MCP. The demo side has them.
+ */
+const beyondTheBaseline: Partial<ApiConventionsOptions> = { changes: undefined, async: undefined, mcp: undefined }
+
+/**
+ * The plugin side of the baseline comparison: the demo's plugin, routes and server options over a
+ * store we seeded (demo/app.ts buildDemoAppOver) but for `beyondTheBaseline`, without Redis and
+ * without a logger (the baseline logs nothing either). `overrides` turn conventions off for ablation.ts.
  */
 export async function buildPluginApp (config: DemoConfig, store: Store, overrides: Partial<ApiConventionsOptions> = {}): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, genReqId, clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }) })
-  app.addHook('onClose', async function closeStore () { await store.close() })
-  app.get('/health', function health () { return { status: 'ok' } })
-  await app.register(apiConventions, {
-    prefix: '/v1',
-    resources: demoResources(store),
-    cursorSecret: config.cursorSecret,
-    requireIfMatch: config.requireIfMatch,
-    ...demoSecurityOptions(config),
-    ...overrides
-  })
-  return app
+  return await buildDemoAppOver(config, store, { logger: false }, { ...beyondTheBaseline, ...overrides })
+}
+
+/**
+ * The side compared with the peers (BENCH_DEMO=1): the demo as `npm start` serves it, its log at
+ * warn on stdout, over the same seeded store.
+ */
+async function buildDemoSide (config: DemoConfig, store: Store): Promise<FastifyInstance> {
+  return await buildDemoAppOver(config, store, { logger: { level: 'warn', stream: process.stdout } })
 }
 
 /**
@@ -84,7 +84,9 @@ async function main () {
   const store = pool === undefined ? await seededMemoryStore() : await benchPostgresStore(pool)
   const ablated = process.env.BENCH_ABLATE
   if (ablated !== undefined && !(ablated in ablations)) throw new Error(`BENCH_ABLATE must be one of ${Object.keys(ablations).join(', ')}`)
-  const app = await buildPluginApp(config, store, ablated === undefined ? {} : ablations[ablated](store))
+  const app = process.env.BENCH_DEMO === '1'
+    ? await buildDemoSide(config, store)
+    : await buildPluginApp(config, store, ablated === undefined ? {} : ablations[ablated](store))
   const url = await app.listen({ port: config.port, host: '127.0.0.1' })
   process.stdout.write(`listening ${url}\n`)
   process.on('SIGTERM', () => { app.close().then(async () => { await pool?.end() }).then(() => process.exit(0), () => process.exit(1)) })

@@ -111,8 +111,9 @@ export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Red
   }
 }
 
-async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServerOptions): Promise<{ app: FastifyInstance, store: Store }> {
-  const app = Fastify({
+/** The demo's Fastify instance, before anything is registered. */
+function demoFastify (serverOptions: FastifyServerOptions): FastifyInstance {
+  return Fastify({
     genReqId,
     clientErrorHandler: createClientErrorHandler({ prefix: '/v1' }),
     frameworkErrors: createFrameworkErrorHandler({ prefix: '/v1' }),
@@ -124,13 +125,33 @@ async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServer
     pluginTimeout: 60_000,
     ...serverOptions
   })
+}
+
+/** /health and the rest outside the API, then the API over `store`, which closes with the app. */
+async function registerDemo (app: FastifyInstance, config: DemoConfig, store: Store, redis?: Redis, overrides: Partial<ApiConventionsOptions> = {}): Promise<void> {
+  app.addHook('onClose', async function closeStore () { await store.close() })
+  await app.register(outsideTheApi(config.allowedOrigins))
+  await app.register(apiConventions, { ...demoPluginOptions(config, store, redis), ...overrides })
+}
+
+async function assembleDemoApp (config: DemoConfig, serverOptions: FastifyServerOptions): Promise<{ app: FastifyInstance, store: Store }> {
+  const app = demoFastify(serverOptions)
   // A Redis that cannot be reached stops start-up. First, as the store keeps writers' positions in it.
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl).catch(async (error: unknown) => { await app.close(); throw error })
   if (redis !== undefined) app.addHook('onClose', async function closeRedis () { await redis.quit() })
   // A store that cannot be opened stops start-up too; Redis, connected above, is closed first.
   const store = await createDemoStore(config, app.log, redis).catch(async (error: unknown) => { await app.close(); throw error })
-  app.addHook('onClose', async function closeStore () { await store.close() })
-  await app.register(outsideTheApi(config.allowedOrigins))
-  await app.register(apiConventions, demoPluginOptions(config, store, redis))
+  await registerDemo(app, config, store, redis)
   return { app, store }
+}
+
+/**
+ * The demo app over a store made elsewhere (the benchmarks' seeded one), without Redis: the same
+ * server options, routes and plugin options as `npm start`, with `overrides` over the plugin's
+ * (benchmarks/ablation.ts turns conventions off one at a time).
+ */
+export async function buildDemoAppOver (config: DemoConfig, store: Store, serverOptions: FastifyServerOptions = {}, overrides: Partial<ApiConventionsOptions> = {}): Promise<FastifyInstance> {
+  const app = demoFastify(serverOptions)
+  await registerDemo(app, config, store, undefined, overrides)
+  return app
 }
