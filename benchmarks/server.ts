@@ -16,8 +16,9 @@ import { benchPostgresStore, databaseUrl, traceStatements } from './postgres.js'
 
 /** The demo's settings, with a rate limit no benchmark reaches and a fixed paging-token key. */
 export function benchConfig (env: Record<string, string | undefined>): DemoConfig {
-  // The store is chosen by STORE below, not by the demo's settings.
-  return loadConfig({ RATE_LIMIT_MAX: '100000000', CURSOR_SECRET, ...env, STORE: 'memory', DATABASE_URL: undefined, PORT: env.PORT ?? '0' })
+  // The store is chosen by STORE below, not by the demo's settings; no Redis, NATS or replica
+  // whatever the shell exports (the store is made here, without them).
+  return loadConfig({ RATE_LIMIT_MAX: '100000000', CURSOR_SECRET, ...env, STORE: 'memory', DATABASE_URL: undefined, DATABASE_READ_URL: undefined, REDIS_URL: undefined, NATS_URL: undefined, PORT: env.PORT ?? '0' })
 }
 
 /** The memory store with the seed loaded, every record stamped SEED_TIME. */
