@@ -4,9 +4,9 @@
 // the stream saw while writes were committing equals what a read after them all finds (nothing
 // skipped, nothing reordered), and each record's versions ascend. Each transaction is held open a
 // random few milliseconds after it appends its changes, so commits land out of the order they
-// began. The same run on a naive sequence (the commit-order lock removed from the append, so a
-// position is taken before the commit that may land after a later one's) must be caught: it proves
-// the test can fail. CHANGES_PROPERTY_WRITES sets the writes per writer (default 12).
+// began. The same run with naive positions (a timestamp taken as the change is appended, before the
+// commit, which may land after a later one's, instead of numbering what has committed) must be
+// caught: it proves the test can fail. CHANGES_PROPERTY_WRITES sets the writes per writer (default 12).
 import { randomBytes } from 'node:crypto'
 import Fastify from 'fastify'
 import pg from 'pg'
@@ -31,17 +31,17 @@ const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 /**
  * The pool of one instance, its transactions held open 0..8 ms after appending their changes;
- * `naive`: the append without its lock (the variant the test must catch).
+ * `naive`: each change positioned as it is appended, by the time (the variant the test must catch).
  */
 function heldPool (pool: pg.Pool, naive: boolean): PostgresPool {
-  const appends = /INSERT INTO "[^"]+"\."api_changes"/
+  const appends = /INSERT INTO "[^"]+"\."api_change_log"/
   const wrap = (client: pg.PoolClient) => new Proxy(client, {
     get (target, name) {
       if (name !== 'query') return Reflect.get(target, name, target)
       return async (config: { text: string, name?: string }) => {
         if (typeof config !== 'object' || !appends.test(config.text)) return await target.query(config as never)
-        // The lock's call becomes a no-op of the same parameters.
-        const text = naive ? config.text.replace('pg_advisory_xact_lock(', 'num_nonnulls(') : config.text
+        // A position at INSERT, in microseconds: numbering then finds nothing left to number.
+        const text = naive ? config.text.replace('NULL::bigint', '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint + c.index') : config.text
         const result = await target.query({ ...config, text, name: naive ? undefined : config.name } as never)
         await sleep(Math.random() * 8)
         return result

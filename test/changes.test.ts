@@ -10,7 +10,6 @@ import { buildApp, create, json, testClock } from './helpers/app.js'
 import { demoResources } from '../demo/schemas/index.js'
 import { eventReader } from './helpers/events.js'
 import { resolveChanges } from '../lib/changes/options.js'
-import { changeStatements } from '../lib/stores/sql/changes.js'
 import { openPglite } from './stores/pglite-db.js'
 
 const feed = (app: Awaited<ReturnType<typeof buildApp>>, query = '', headers: Record<string, string> = {}) =>
@@ -177,6 +176,5 @@ t.test('the SQL change log: appended outside a transaction too, checked when it 
   t.equal(await store.purgeChanges?.(new Date(Date.now() + 1000)), 2)
   t.match(await store.readChanges?.({ after: null, limit: 1, resources: null }), { changes: [], hasMore: false })
   const unmigrated = await pgliteStore({ db, schema: 'changes_unmigrated', migrate: false })
-  await t.rejects(unmigrated.prepare?.([], { idempotencyKeys: false, changes: true }) as Promise<void>, { message: /api_changes.*migrate is false; create it: CREATE TABLE/ })
-  t.throws(() => changeStatements('s').append(Array.from({ length: 1048576 }, () => change)), RangeError)
+  await t.rejects(unmigrated.prepare?.([], { idempotencyKeys: false, changes: true }) as Promise<void>, { message: /api_change_log.*migrate is false; create it: CREATE TABLE/ })
 })

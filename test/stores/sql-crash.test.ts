@@ -100,5 +100,5 @@ t.test('PostgreSQL: every create answered 201 before kill -9 is there afterwards
   const { url: demo, child } = await startDemo(t, env)
   const answered = await createUntilKilled(t, demo, child)
   await checkAllThere(t, await postgresStore({ connectionString: process.env.DATABASE_URL, schema }), answered)
-  t.same((await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = '${schema}' ORDER BY 1`)).rows.map(r => r.tablename), ['apiWebhookCursors', 'apiWebhookDeliveries', 'api_changes', 'api_changes_purged', 'api_idempotency_keys', 'api_jobs', 'authors', 'books', 'reviews', 'webhooks'], 'the tables of the demo\'s resources, its kept responses, jobs, change log and webhook deliveries, in the test schema')
+  t.same((await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = '${schema}' ORDER BY 1`)).rows.map(r => r.tablename), ['apiWebhookCursors', 'apiWebhookDeliveries', 'api_change_log', 'api_changes_purged', 'api_idempotency_keys', 'api_jobs', 'authors', 'books', 'reviews', 'webhooks'], 'the tables of the demo\'s resources, its kept responses, jobs, change log and webhook deliveries, in the test schema')
 })

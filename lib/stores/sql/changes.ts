@@ -1,12 +1,13 @@
-// The SQL store's change log (docs/changes.md "Positions in commit order"): a table of changes,
-// a sequence of commits, and the position purged through. A transaction appends its changes as the
-// last statement before COMMIT, under a transaction-scoped advisory lock that one transaction of
-// the schema holds at a time: it takes the next number of the sequence while holding the lock, and
-// PostgreSQL makes a commit visible before it releases the transaction's locks, so a transaction
-// that takes a later number commits after every earlier one is visible or rolled back. A reader of
-// `position > last` therefore never sees a position while an earlier one may still commit (the trap
-// of a bigserial, taken at INSERT and committed in another order). The cost: the commits of
-// writing transactions of one schema are serialized from that statement to COMMIT (benchmarks/).
+// The SQL store's change log (docs/changes.md "Positions in commit order"): a table of changes and
+// the position purged through. A transaction appends its changes as its last statement, without a
+// position. Positions are given afterwards, by whoever reads the log (`sequence`, before each read):
+// one transaction of the schema at a time, under an advisory lock, numbers the changes committed
+// and not yet numbered after the highest position, in the order they were written. A change is
+// numbered only once it has committed, and every later round numbers above it, so a reader of
+// `position > last` never meets a position while a smaller one may still appear (the trap of a
+// bigserial or a timestamp taken at INSERT). Writers do not wait for one another: their commits
+// are not serialized (an earlier design held the lock from the append to COMMIT, which made every
+// write of the schema commit one at a time; benchmarks/README.md "The change record's cost").
 import { createHash } from 'node:crypto'
 import type { ChangeQuery, ChangeRead, ChangeRecord, Fields, NewChange } from '../store.js'
 import { ident, quoteIdent, sql, toQuery } from './sql.js'
@@ -14,23 +15,21 @@ import type { Sql } from './sql.js'
 import { takeTurn } from './ddl.js'
 import type { MigrateOptions, Run } from './ddl.js'
 
-export const CHANGES_TABLE = 'api_changes'
-const COMMITS_SEQUENCE = 'api_change_commits'
+// A table of its own (not api_changes, whose positions were taken under the lock of the earlier design).
+export const CHANGES_TABLE = 'api_change_log'
 const PURGED_TABLE = 'api_changes_purged'
-
-/** A transaction's changes take positions commit × 2^20 + index: one number of the sequence per commit. */
-const PER_COMMIT = 1048576
 
 function changesTables (schema: string): Sql[] {
   const table = ident(schema, CHANGES_TABLE)
   return [
     // json, not jsonb: the record's members stay in the order written, and nothing is parsed on insert.
-    sql`CREATE TABLE ${table} (position bigint PRIMARY KEY, id text NOT NULL, resource text NOT NULL, record_id text NOT NULL,
-      operation text NOT NULL, version integer NOT NULL, at timestamptz NOT NULL, data json, previous json)`,
+    // `written`, `index`: the order the changes of one round of numbering take.
+    sql`CREATE TABLE ${table} (id text PRIMARY KEY, position bigint UNIQUE, written timestamptz NOT NULL, index integer NOT NULL,
+      resource text NOT NULL, record_id text NOT NULL, operation text NOT NULL, version integer NOT NULL, at timestamptz NOT NULL, data json, previous json)`,
     sql`CREATE INDEX ${ident(`${CHANGES_TABLE}_at`)} ON ${table} (at)`,
-    sql`CREATE SEQUENCE ${ident(schema, COMMITS_SEQUENCE)}`,
-    sql`CREATE TABLE ${ident(schema, PURGED_TABLE)} (one boolean PRIMARY KEY DEFAULT true CHECK (one), through bigint NOT NULL)`,
-    sql`INSERT INTO ${ident(schema, PURGED_TABLE)} (through) VALUES (0)`
+    sql`CREATE INDEX ${ident(`${CHANGES_TABLE}_unnumbered`)} ON ${table} (written, index) WHERE position IS NULL`,
+    sql`CREATE TABLE IF NOT EXISTS ${ident(schema, PURGED_TABLE)} (one boolean PRIMARY KEY DEFAULT true CHECK (one), through bigint NOT NULL)`,
+    sql`INSERT INTO ${ident(schema, PURGED_TABLE)} (through) VALUES (0) ON CONFLICT DO NOTHING`
   ]
 }
 
@@ -56,12 +55,8 @@ export function changeStatements (schema: string) {
   const digest = createHash('sha256').update(`fastify-api-conventions changes ${schema}`).digest()
   const lock = sql`pg_advisory_xact_lock(${digest.readInt32BE(0)}::integer, ${digest.readInt32BE(4)}::integer)`
   return {
-    /**
-     * One statement: the lock, then one number of the sequence, then the rows. MATERIALIZED CTEs
-     * run once each, in that order (each reads the one before).
-     */
+    /** The transaction's last statement: its changes, unnumbered, in the order they were made. */
     append (changes: readonly NewChange[]): Sql {
-      if (changes.length >= PER_COMMIT) throw new RangeError(`a transaction may record at most ${PER_COMMIT - 1} changes`)
       const rows = JSON.stringify(changes.map((change, index) => ({
         index,
         id: change.id,
@@ -73,11 +68,22 @@ export function changeStatements (schema: string) {
         data: change.data,
         previous: change.previous
       })))
-      return sql`WITH turn AS MATERIALIZED (SELECT ${lock}), commit AS MATERIALIZED (SELECT nextval(${`${quoteIdent(schema)}.${quoteIdent(COMMITS_SEQUENCE)}`}::regclass) AS n FROM turn)
-        INSERT INTO ${table} (position, id, resource, record_id, operation, version, at, data, previous)
-        SELECT commit.n * ${PER_COMMIT}::bigint + c.index, c.id, c.resource, c.record_id, c.operation, c.version, c.at, c.data, c.previous
-        FROM commit, json_to_recordset(${rows}::json) AS c(index integer, id text, resource text, record_id text, operation text, version integer, at timestamptz, data json, previous json)`
+      return sql`INSERT INTO ${table} (position, written, index, id, resource, record_id, operation, version, at, data, previous)
+        SELECT NULL::bigint, clock_timestamp(), c.index, c.id, c.resource, c.record_id, c.operation, c.version, c.at, c.data, c.previous
+        FROM json_to_recordset(${rows}::json) AS c(index integer, id text, resource text, record_id text, operation text, version integer, at timestamptz, data json, previous json)`
     },
+    /**
+     * Numbering, in a transaction: `turn` first (one numbering of the schema at a time), then
+     * `number`, a statement of its own so that its snapshot, taken once the lock is held, sees every
+     * numbering before it. It numbers what has committed unnumbered after the highest position (or
+     * the position purged through, when the log was purged empty), in the order written: one
+     * record's changes are written in the order of its versions, since its writers wait on its row
+     * lock, and a change written after another's commit was acknowledged is written after it.
+     */
+    turn: sql`SELECT ${lock}`,
+    number: sql`WITH base AS (SELECT greatest((SELECT coalesce(max(position), 0) FROM ${table}), (SELECT through FROM ${purged})) AS n),
+        todo AS (SELECT id, row_number() OVER (ORDER BY written, index, id) AS rank FROM ${table} WHERE position IS NULL)
+      UPDATE ${table} AS c SET position = base.n + todo.rank FROM base, todo WHERE c.id = todo.id`,
     /** One statement, so one snapshot: the rows, the head and the position purged through agree. */
     read ({ after, limit, resources }: ChangeQuery): Sql {
       const which = resources === null ? sql`` : sql` AND resource = ANY(${resources}::text[])`

@@ -539,7 +539,18 @@ export class SqlStore implements Store {
     if (changes.length > 0) await this.#runKeys(this.#changeStatements.append(changes), CHANGES)
   }
 
+  /** The log's changes after `query.after`, once those committed unnumbered have their positions (stores/sql/changes.ts). */
   async readChanges (query: ChangeQuery): Promise<ChangeRead> {
+    await this.#prepareKeys(CHANGES)
+    const { turn, number } = this.#changeStatements
+    try {
+      await this.#db.transaction(async on => {
+        await run(on, turn)
+        await run(on, number)
+      })
+    } catch (error) {
+      throw this.#unavailable(error)
+    }
     return decodeChanges(await this.#runKeys(this.#changeStatements.read(query), CHANGES), query.limit)
   }
 
