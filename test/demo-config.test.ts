@@ -2,8 +2,9 @@
 // variable, its default, and each kind of bad value, which must name the setting in one line.
 import t from 'tap'
 import { ConfigError, loadConfig } from '../demo/config.js'
-import { demoPluginOptions } from '../demo/app.js'
+import { buildDemoAppOver, demoPluginOptions } from '../demo/app.js'
 import { memoryStore } from '../lib/index.js'
+import type { Store } from '../lib/index.js'
 
 t.test('with no environment every setting takes its documented default', async t => {
   const config = loadConfig({})
@@ -222,3 +223,19 @@ for (const [env, setting, message] of bad) {
     t.match((error as Error).message, new RegExp(`^Invalid setting ${setting}: [^\\n]+$`))
   })
 }
+
+t.test('buildDemoAppOver: the demo over a store made elsewhere (the benchmarks\' seeded one), options over the plugin\'s', async t => {
+  const given = memoryStore()
+  // The write runs in a transaction of the store given (its change is recorded with it).
+  let transactions = 0
+  const store: Store = { ...given, transaction: async work => { transactions++; return await given.transaction(work) } }
+  const app = await buildDemoAppOver(loadConfig({}), store, { logger: false }, { mcp: false })
+  t.teardown(() => app.close())
+  const bearer = { authorization: 'Bearer dev-token' }
+  const made = await app.inject({ method: 'POST', url: '/v1/authors', headers: { ...bearer, 'content-type': 'application/json' }, payload: { name: 'Given' } })
+  t.equal(made.statusCode, 201)
+  t.ok(transactions > 0, 'written through the store given')
+  t.equal((await app.inject({ url: '/health' })).statusCode, 200, 'the routes outside the API, as npm start serves them')
+  t.equal((await app.inject({ url: '/v1/changes', headers: bearer })).statusCode, 200, 'the demo\'s own options: the change feed')
+  t.equal((await app.inject({ method: 'POST', url: '/v1/mcp', headers: { ...bearer, 'content-type': 'application/json' }, payload: {} })).statusCode, 404, 'an override: MCP off')
+})

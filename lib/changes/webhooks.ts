@@ -11,7 +11,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
-import { NotFoundError, ConflictError, OptionsInvalidError, UnprocessableError, withInvalidParams } from '../errors.js'
+import { NotFoundError, ConflictError, OptionsInvalidError, QueryInvalidError, UnprocessableError, withInvalidParams } from '../errors.js'
 import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import type { ResourceDefinition } from '../define.js'
 import { buildRegistry } from '../registry/index.js'
@@ -464,16 +464,20 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
             },
             headers: requestId
           },
-          ...problems(schemaOptions, [404, 422], { 404: 'no webhook has this id, or it is another caller\'s.' }, false)
+          ...problems(schemaOptions, [400, 404], { 404: 'no webhook has this id, or it is another caller\'s.' }, false)
         }
       } as never,
       handler: async function listDeliveries (request: FastifyRequest) {
         const subscription = await subscriptionOf(context, request)
         const query = request.query as { pageSize?: string, after?: string }
         const pageSize = query.pageSize === undefined ? 20 : Number(query.pageSize)
-        if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) throw withInvalidParams(new UnprocessableError('pageSize is out of range.'), [{ name: 'pageSize', reason: 'must be an integer from 1 to 100' }])
         const after = query.after ?? ''
-        if (!/^[0-9]{0,20}$/.test(after)) throw withInvalidParams(new UnprocessableError('after is not a position.'), [{ name: 'after', reason: 'must be the after of a next link' }])
+        // A query parameter out of range is the API's 400 query-invalid, both named at once.
+        const invalid = [
+          ...Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= 100 ? [] : [{ name: 'pageSize', reason: 'must be an integer from 1 to 100' }],
+          ...(/^[0-9]{0,20}$/.test(after) ? [] : [{ name: 'after', reason: 'must be the after of a next link' }])
+        ]
+        if (invalid.length > 0) throw withInvalidParams(new QueryInvalidError(), invalid)
         const filter = `webhookId eq ${literal(subscription.data.id as string)}${after === '' ? '' : ` and seq gt ${literal(after)}`}`
         const found = await listWhere(store, deliveriesModel, filter, 'seq', pageSize + 1)
         const page = found.slice(0, pageSize)

@@ -70,6 +70,19 @@ t.test('database down: 503 with Retry-After on every operation, then recovery wi
   t.match(res.json().data, { author: { name: 'A' } })
 })
 
+t.test('the change feed with the database down: 503 with Retry-After, then the changes once it is back', async t => {
+  const { database, set } = switchable(pgliteDatabase(db, false))
+  const store = new SqlStore(database, { schema: 'failure_changes', tables: {}, migrate: true, caseCollation: 'pg_unicode_fast', retryAfterSeconds: 4 })
+  const app = await buildApp(t, { store, changes: true })
+  await create(app, 'authors', { name: 'Logged' })
+  set(true)
+  await expectUnavailable(t, app, { url: '/v1/changes' }, '4')
+  set(false)
+  const read = await app.inject({ url: '/v1/changes' })
+  t.equal(read.statusCode, 200)
+  t.match(read.json().data.changes, [{ resource: 'authors', operation: 'create' }])
+})
+
 t.test('prepared at start-up while the database is down: start-up goes on, requests are 503 until it is back', async t => {
   const { database, set } = switchable(pgliteDatabase(db, false))
   const store = new SqlStore(database, { schema: 'failure_prepare', tables: {}, migrate: true, caseCollation: 'pg_unicode_fast', retryAfterSeconds: 5 })
