@@ -451,7 +451,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
         description: 'In the order of the changes: each with its status (`pending`, `delivered`, `dead`), attempts, the last answer\'s status or error, and the next attempt. Paged by `pageSize` and `after` (a `next` link).',
         tags: ['webhooks'],
         params: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-        querystring: { type: 'object', properties: { pageSize: { type: 'string', description: '1 to 100, default 20.' }, after: { type: 'string', description: 'From a `next` link.' } } },
+        querystring: { type: 'object', properties: { pageSize: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, after: { type: 'string', pattern: '^[0-9]{0,20}$', description: 'From a `next` link.' } } },
         produces: json,
         documentedResponses: {
           200: {
