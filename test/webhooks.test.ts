@@ -222,6 +222,8 @@ for (const where of places('webhooks')) {
       t.equal((await api('admin', 'GET', `/v1/webhooks/${webhook.id}`)).status, 200)
       t.equal((await api('admin', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).status, 200)
       t.equal((await api('reader', 'GET', '/v1/webhooks')).status, 403)
+      t.equal((await api('reader', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).status, 403, 'refused its deliveries as it is the subscriptions')
+      t.equal((await api('reader', 'POST', `/v1/webhooks/${webhook.id}/deliveries/nope/retry`)).status, 403)
       t.equal((await api('alice', 'GET', `/v1/webhooks/${webhook.id}`)).body.data.webhook.active, true, 'bob changed nothing')
       t.equal((await api('alice', 'DELETE', `/v1/webhooks/${webhook.id}`)).status, 204)
     })

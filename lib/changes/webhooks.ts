@@ -24,6 +24,7 @@ import { queryParameters } from '../query/parameters.js'
 import type { OperationContext } from '../operations/context.js'
 import type { RouteSpec } from '../route-spec.js'
 import { problems, requestId } from '../routes/http-prose.js'
+import { checkAuthorization } from '../security/auth.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
 import { VERSION_MISMATCH } from '../stores/store.js'
 import type { ChangeRecord, Fields, Store, StoredRecord } from '../stores/store.js'
@@ -397,9 +398,18 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     }
   }
 
-  /** The subscription `id` as the caller sees it; 404 otherwise. */
+  /**
+   * The subscription `id` as the caller sees it; 404 otherwise. First the check the subscription's
+   * own routes make (RETRIEVE for a read of its deliveries, MODIFY for a retry): a caller `authorize`
+   * refuses the subscriptions gets 403 here too.
+   */
   async function subscriptionOf (context: OperationContext, request: FastifyRequest): Promise<StoredRecord> {
     const { id } = request.params as { id: string }
+    const authorize = context.options.auth?.authorize
+    if (authorize !== undefined) {
+      const ask = { principal: request.principal, model: webhooksModel, operation: request.method === 'POST' ? 'modify' : 'retrieve', method: request.method, id, store, memo: request, request } as const
+      await new Promise<void>((resolve, reject) => { checkAuthorization(authorize, context.views, ask, error => { if (error === null) resolve(); else reject(error) }) })
+    }
     const view = context.views.forCaller(request.principal)(webhooksModel)
     const found = await store.get(view, id)
     if (found === null) throw new NotFoundError(request.url.split('?', 1)[0])

@@ -116,11 +116,11 @@ function expected (route: CollectedRoute, credential: Credential, origin: Origin
   if (kind === 'mcp') return 200
   if (kind === 'feed') return 200
   if (kind === 'monitor') return 404
-  // Only dev's own subscription, and the admin's view of all: anyone else finds none.
+  // Webhook subscriptions and their deliveries are for callers who may write (demo/app.ts), even to read them.
+  if (route.url.startsWith('/v1/webhooks') && credential === 'read') return 403
+  // Only dev's own subscription, and the admin's view of all: anyone else finds none (dev-key's user is not dev).
   if (kind === 'deliveries') return credential === 'write' || credential === 'admin' ? 200 : 404
   if (kind === 'retry') return 404
-  // Webhook subscriptions are for callers who may write (demo/app.ts), even to read them; each caller's own (dev-key's user is not dev).
-  if (route.url.startsWith('/v1/webhooks') && credential === 'read') return 403
   if (route.url === '/v1/webhooks/:id' && credential === 'writeKey') return 404
   if (credential === 'read' && !readMethods.has(route.method)) return 403
   if (route.url === '/v1/reviews/:id' && !readMethods.has(route.method) && credential !== 'write' && credential !== 'admin') return 403
