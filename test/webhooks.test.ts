@@ -12,7 +12,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import type { Test } from 'tap'
 import { apiConventions, defineAuth, memoryStore } from '../lib/index.js'
-import type { ChangesOptions, Store } from '../lib/index.js'
+import type { ChangesOptions, Store, StoredRecord } from '../lib/index.js'
 import { webhookModels } from '../lib/changes/webhooks.js'
 import { demoPluginOptions } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
@@ -309,7 +309,7 @@ async function pluginApp (t: Test, store: Store) {
   return { api, logged, subscribe, newAuthor }
 }
 
-const [deliveriesModel] = webhookModels
+const [deliveriesModel, cursorsModel] = webhookModels
 
 t.test('without ownerOf: the owner is the principal\'s user, sub or id; a caller with none cannot subscribe; without seesAll, each sees its own only', async t => {
   const { api, subscribe } = await pluginApp(t, memoryStore())
@@ -404,4 +404,44 @@ t.test('two instances sharing a store: a delivery one has claimed is not sent by
   t.match(delivery, { status: 'delivered', attempts: 1, lastStatus: 200 })
   t.equal(hook.at('/shared').length, 1, 'sent once')
   t.equal((await one.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries.length, 1, 'fanned out once')
+})
+
+t.test('a fan-out whose transaction fails, then finds its cursor moved by another instance, rolls back each time: the change is still delivered once', async t => {
+  const inner = memoryStore()
+  let failed = false
+  let raced = false
+  /**
+   * A transaction's store in which the fan-out's first delivery fails to be written, and the
+   * first time it moves its cursor, another instance has just moved it.
+   */
+  const racing = (tx: Store): Store => ({
+    ...tx,
+    create: async (model, fields) => {
+      if (model === deliveriesModel && !failed) {
+        failed = true
+        throw new Error('the store is unavailable')
+      }
+      return await tx.create(model, fields)
+    },
+    update: async (model, id, fields, how) => {
+      if (model === cursorsModel && !raced) {
+        raced = true
+        const current = await tx.get(cursorsModel, id) as StoredRecord
+        await tx.update(cursorsModel, id, current.data, { ifVersion: current.version })
+      }
+      return await tx.update(model, id, fields, how)
+    }
+  })
+  const store: Store = { ...inner, transaction: async work => await inner.transaction(async tx => await work(racing(tx))) }
+  const { api, logged, subscribe, newAuthor } = await pluginApp(t, store)
+  const hook = await receiver(t)
+  const webhook = await subscribe('ursula', { url: hook.url('/raced'), resources: ['authors'] })
+  await newAuthor()
+  await until(() => hook.at('/raced').length > 0, 'the change is delivered')
+  t.match(logged.find(line => line.msg === 'api-conventions: fanning changes out to webhooks failed; retrying'), { level: 40, err: { message: 'the store is unavailable' } }, 'the failed fan-out warned')
+  t.ok(raced, 'a fan-out met a moved cursor')
+  // Time for a second fan-out of the same change, were there one.
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(hook.at('/raced').length, 1, 'sent once')
+  t.equal((await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries.length, 1, 'one delivery')
 })
