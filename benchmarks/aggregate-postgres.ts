@@ -3,13 +3,9 @@
 // through the whole plugin (inject), as one `apply=groupby(…)` request (one GROUP BY statement),
 // against walking every page of 100 books by token and summing in JS. Both must agree.
 // Usage (needs DATABASE_URL): node dist/benchmarks/aggregate-postgres.js [--books=N]; a line, then JSON.
-import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
-import pg from 'pg'
-import { postgresStore } from '../lib/index.js'
-import { benchConfig, buildPluginApp } from './server.js'
-import { databaseUrl } from './postgres.js'
+import { withFreshSchema } from './server.js'
 
 const headers = { authorization: 'Bearer dev-token', accept: 'application/json' }
 const apply = encodeURIComponent('groupby((authorId),aggregate($count as n,rating with average as avg))')
@@ -39,15 +35,8 @@ async function timed<T> (work: () => Promise<T>): Promise<{ ms: number, value: T
 }
 
 async function main () {
-  const connectionString = databaseUrl()
-  if (connectionString === undefined) throw new Error('aggregate-postgres needs DATABASE_URL')
   const books = Number(process.argv.find(arg => arg.startsWith('--books='))?.slice(8) ?? 100_000)
-  const schema = `api_conventions_aggregate_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString })
-  const store = await postgresStore({ connectionString, schema })
-  let app: FastifyInstance | undefined
-  try {
-    app = await buildPluginApp(benchConfig({}), store)
+  await withFreshSchema('aggregate-postgres', 'aggregate', async ({ schema, admin, app }) => {
     await admin.query(`INSERT INTO "${schema}"."authors" ("id", "name", "version", "modified_at")
       SELECT 'a' || lpad(i::text, 7, '0'), 'Author ' || i, 1, now() FROM generate_series(1, 1000) AS i`)
     await admin.query(`INSERT INTO "${schema}"."books" ("id", "title", "authorId", "year", "rating", "available", "version", "modified_at")
@@ -55,15 +44,14 @@ async function main () {
         CASE WHEN i % 10 = 0 THEN NULL ELSE ((i * 31) % 51) / 10.0 END, true, 1, now()
       FROM generate_series(1, $1::int) AS i`, [books])
     await admin.query(`ANALYZE "${schema}"."authors", "${schema}"."books"`)
-    const plugin = app
     const pushed = await timed(async () => {
       const groups = new Map<string, { n: number, avg: number | null }>()
-      await walk(plugin, `/v1/books?apply=${apply}&pageSize=100`, page => { for (const group of page.data.books) groups.set(group.authorId, { n: group.n, avg: group.avg }) })
+      await walk(app, `/v1/books?apply=${apply}&pageSize=100`, page => { for (const group of page.data.books) groups.set(group.authorId, { n: group.n, avg: group.avg }) })
       return groups
     })
     const fetched = await timed(async () => {
       const sums = new Map<string, { n: number, sum: number, rated: number }>()
-      await walk(plugin, '/v1/books?pageSize=100&fields=authorId,rating&sort=id', page => {
+      await walk(app, '/v1/books?pageSize=100&fields=authorId,rating&sort=id', page => {
         for (const book of page.data.books) {
           const entry = sums.get(book.authorId) ?? { n: 0, sum: 0, rated: 0 }
           entry.n++
@@ -80,11 +68,7 @@ async function main () {
     const report = { books, groups: pushed.value.size, pushedDownMs: Math.round(pushed.ms), fetchedAndSummedMs: Math.round(fetched.ms), ratio: Math.round(10 * fetched.ms / pushed.ms) / 10 }
     process.stdout.write(`aggregate-postgres  ${books} books  apply= ${report.pushedDownMs} ms  every page + JS ${report.fetchedAndSummedMs} ms  (${report.ratio}×)\n`)
     process.stdout.write(JSON.stringify(report) + '\n')
-  } finally {
-    await (app === undefined ? store.close() : app.close())
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    await admin.end()
-  }
+  })
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) await main()

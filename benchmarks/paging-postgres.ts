@@ -3,13 +3,10 @@
 // token (keyset) and by offset. Keyset must stay flat; OFFSET reads and discards every row before
 // it.
 // Usage (needs DATABASE_URL): node dist/benchmarks/paging-postgres.js [--quick]; a table, then JSON.
-import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
-import { postgresStore } from '../lib/index.js'
-import { benchConfig, buildPluginApp } from './server.js'
-import { databaseUrl } from './postgres.js'
+import { withFreshSchema } from './server.js'
 
 // PAGING_QUERY overrides the query, e.g. to compare sort shapes (a nullable first key splits each page at its NULL group).
 const query = process.env.PAGING_QUERY ?? 'filter=year%20ge%202000&sort=-rating'
@@ -70,19 +67,11 @@ async function seed (pool: pg.Pool, schema: string, books: number) {
 }
 
 async function main () {
-  const connectionString = databaseUrl()
-  if (connectionString === undefined) throw new Error('paging-postgres needs DATABASE_URL')
   const quick = process.argv.includes('--quick')
   const books = quick ? 100_000 : 1_000_000
   const pages = quick ? [1, 10, 100] : [1, 10, 100, 1000]
   const times = quick ? 5 : 21
-  const schema = `api_conventions_paging_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString })
-  const store = await postgresStore({ connectionString, schema })
-  let app: FastifyInstance | undefined
-  try {
-    // Registering prepares the tables (Store.prepare); the seed fills them afterwards.
-    app = await buildPluginApp(benchConfig({}), store)
+  await withFreshSchema('paging-postgres', 'paging', async ({ schema, admin, app }) => {
     await seed(admin, schema, books)
     const links = await nextLinks(app, pages)
     const results = []
@@ -102,13 +91,7 @@ async function main () {
       offsetRatio: Math.round(100 * deepest.offsetMs / first.offsetMs) / 100
     }
     process.stdout.write(JSON.stringify(report) + '\n')
-  } finally {
-    // The app closes the store it was given; without an app, the store is closed here.
-    await (app === undefined ? store.close() : app.close())
-    // Only the schema this run made.
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    await admin.end()
-  }
+  })
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) await main()

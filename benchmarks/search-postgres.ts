@@ -2,13 +2,10 @@
 // with a search through the whole plugin (inject) on the SQL store, timed with the GIN index
 // migrate made, then again once it is dropped (a sequential scan computing each title's words).
 // Usage (needs DATABASE_URL): node dist/benchmarks/search-postgres.js [--quick]; a table, then JSON.
-import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
-import { postgresStore } from '../lib/index.js'
-import { benchConfig, buildPluginApp } from './server.js'
-import { databaseUrl } from './postgres.js'
+import { withFreshSchema } from './server.js'
 
 const headers = { authorization: 'Bearer dev-token', accept: 'application/json' }
 // A rare word (one title in 1,000), a common one (one in 10), a phrase, and relevance with OR.
@@ -46,17 +43,10 @@ async function seed (pool: pg.Pool, schema: string, books: number) {
 }
 
 async function main () {
-  const connectionString = databaseUrl()
-  if (connectionString === undefined) throw new Error('search-postgres needs DATABASE_URL')
   const quick = process.argv.includes('--quick')
   const books = quick ? 100_000 : 1_000_000
   const times = quick ? 5 : 11
-  const schema = `api_conventions_search_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString })
-  const store = await postgresStore({ connectionString, schema })
-  let app: FastifyInstance | undefined
-  try {
-    app = await buildPluginApp(benchConfig({}), store)
+  await withFreshSchema('search-postgres', 'search', async ({ schema, admin, app }) => {
     await seed(admin, schema, books)
     const indexed = new Map<string, number>()
     for (const query of queries) indexed.set(query, await medianMs(app, `/v1/books?${query}&pageSize=20`, times))
@@ -69,11 +59,7 @@ async function main () {
     }
     const report: PostgresSearchResult = { books, queries: results }
     process.stdout.write(JSON.stringify(report) + '\n')
-  } finally {
-    await (app === undefined ? store.close() : app.close())
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    await admin.end()
-  }
+  })
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) await main()

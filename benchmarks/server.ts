@@ -2,10 +2,11 @@
 // plugin over a store seeded with benchmarks/seed.ts. PORT from the environment (0 = any free
 // port), STORE memory (default) or postgres; prints `listening <url>` once ready, which run.ts
 // waits for, or `unavailable <why>`.
+import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
-import { memoryStore } from '../lib/index.js'
+import { memoryStore, postgresStore } from '../lib/index.js'
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
 import { loadConfig } from '../demo/config.js'
 import type { DemoConfig } from '../demo/config.js'
@@ -52,6 +53,33 @@ export async function buildPluginApp (config: DemoConfig, store: Store, override
  */
 async function buildDemoSide (config: DemoConfig, store: Store): Promise<FastifyInstance> {
   return await buildDemoAppOver(config, store, { logger: { level: 'warn', stream: process.stdout } })
+}
+
+/** What a benchmark on a schema of its own works with: the plugin app over the store, and a pool to seed with. */
+export interface FreshSchema { readonly schema: string, readonly admin: pg.Pool, readonly app: FastifyInstance }
+
+/**
+ * Runs `work` on a PostgreSQL schema made for it (`api_conventions_<kind>_<random>`): the plugin's
+ * app over the store (registering prepares the tables, which `work` seeds through `admin`). Then
+ * the app closes the store, and only that schema is dropped. `name` names the script when
+ * DATABASE_URL is missing.
+ */
+export async function withFreshSchema<T> (name: string, kind: string, work: (fresh: FreshSchema) => Promise<T>): Promise<T> {
+  const connectionString = databaseUrl()
+  if (connectionString === undefined) throw new Error(`${name} needs DATABASE_URL`)
+  const schema = `api_conventions_${kind}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Pool({ connectionString })
+  const store = await postgresStore({ connectionString, schema })
+  let app: FastifyInstance | undefined
+  try {
+    app = await buildPluginApp(benchConfig({}), store)
+    return await work({ schema, admin, app })
+  } finally {
+    // Without an app, the store is closed here.
+    await (app === undefined ? store.close() : app.close())
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await admin.end()
+  }
 }
 
 /**

@@ -49,3 +49,12 @@ export const routeSpecOf = (request: FastifyRequest): RouteSpec | undefined => r
 
 /** The spec a route carries, as an onRoute hook sees it. */
 export const routeSpecIn = (route: RouteOptions): RouteSpec | undefined => route.config?.route
+
+/**
+ * The spec of a route of the API as a whole (batch, the operation monitor, the change feed, MCP,
+ * webhook deliveries): it serves no one resource's records, so it has no resource, store or views,
+ * and it answers only its own media types (the Accept check reads `produces`).
+ */
+export function apiRoute (route: Pick<RouteSpec, 'method' | 'path' | 'allow' | 'operation' | 'responseTypes' | 'schema' | 'handler'> & { readonly bodyTypes?: readonly string[] }): RouteSpec {
+  return { resource: null, store: null, views: null, item: false, bodyTypes: [], ...route, config: { produces: route.responseTypes } }
+}

@@ -6,6 +6,7 @@ import { OptionsInvalidError } from '../errors.js'
 import type { OperationContext } from '../operations/context.js'
 import type { StoreOf } from '../operations/stores.js'
 import type { ResourceModel } from '../registry/model.js'
+import { apiRoute } from '../route-spec.js'
 import type { RouteSpec } from '../route-spec.js'
 import type { Store } from '../stores/store.js'
 import { changeFeed } from './feed.js'
@@ -95,24 +96,18 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
         done()
       })
       const json = ['application/json']
-      return {
+      return apiRoute({
         method: 'GET',
         path: '/changes',
         allow: ['GET', 'HEAD'],
         operation: 'changes',
-        resource: null,
-        store: null,
-        views: null,
-        item: false,
-        bodyTypes: [],
         responseTypes: [...json, 'text/event-stream'],
         schema: changesRouteSchema(context, schemaOptions),
         handler: async function readChanges (request: FastifyRequest, reply) {
           purgeNowAndThen()
           return await feed.handler.call(this, request, reply)
-        },
-        config: { produces: [...json, 'text/event-stream'] }
-      }
+        }
+      })
     }
   }
 }

@@ -22,6 +22,7 @@ import { checkFilter } from '../query/filter/check.js'
 import { withTieBreaker } from '../query/list-query.js'
 import { queryParameters } from '../query/parameters.js'
 import type { OperationContext } from '../operations/context.js'
+import { apiRoute } from '../route-spec.js'
 import type { RouteSpec } from '../route-spec.js'
 import { problems, requestId } from '../routes/http-prose.js'
 import { checkAuthorization } from '../security/auth.js'
@@ -444,16 +445,11 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     }
     const delivery = { type: 'object', properties: deliveryProperties, required: Object.keys(deliveryProperties) }
     const link = { type: 'object', properties: { rel: { type: 'string' }, href: { type: 'string' } }, required: ['rel', 'href'] }
-    const list: RouteSpec = {
+    const list = apiRoute({
       method: 'GET',
       path: '/webhooks/:id/deliveries',
       allow: ['GET', 'HEAD'],
       operation: 'webhook-deliveries',
-      resource: null,
-      store: null,
-      views: null,
-      item: false,
-      bodyTypes: [],
       responseTypes: json,
       schema: {
         operationId: 'listWebhookDeliveries',
@@ -495,19 +491,13 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
         const links = [{ rel: 'self', href: `${path}?pageSize=${pageSize}${after === '' ? '' : `&after=${after}`}` }]
         if (found.length > pageSize) links.push({ rel: 'next', href: `${path}?pageSize=${pageSize}&after=${page[page.length - 1].data.seq as string}` })
         return { meta: { pageSize }, data: { deliveries: page.map(record => deliveryView(record.data)) }, links }
-      },
-      config: { produces: json }
-    }
-    const retry: RouteSpec = {
+      }
+    })
+    const retry = apiRoute({
       method: 'POST',
       path: '/webhooks/:id/deliveries/:deliveryId/retry',
       allow: ['POST'],
       operation: 'webhook-retry',
-      resource: null,
-      store: null,
-      views: null,
-      item: false,
-      bodyTypes: [],
       responseTypes: json,
       schema: {
         operationId: 'retryWebhookDelivery',
@@ -533,9 +523,8 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
         wakeSender()
         reply.code(202)
         return { data: { delivery: deliveryView(again) } }
-      },
-      config: { produces: json }
-    }
+      }
+    })
     return [list, retry]
   }
 

@@ -8,6 +8,7 @@ import { BodyMalformedError, HeaderInvalidError, NotAcceptableError, withInvalid
 import type { OperationContext } from '../operations/context.js'
 import type { Operations } from '../operations/index.js'
 import { importOptional } from '../optional.js'
+import { apiRoute } from '../route-spec.js'
 import type { RouteSpec } from '../route-spec.js'
 import { createTools } from './tools.js'
 import type { ResolvedMcp } from './options.js'
@@ -93,20 +94,15 @@ export async function mcpRouteSpec (settings: ResolvedMcp, context: OperationCon
     return text === '' ? reply.send() : reply.send(text)
   }
 
-  return {
+  return apiRoute({
     method: 'POST',
     path: '/mcp',
     allow: ['POST'],
     operation: 'mcp',
-    resource: null,
-    store: null,
-    views: null,
-    item: false,
     bodyTypes: json,
     responseTypes: json,
     // Not in the OpenAPI document: MCP describes itself (tools/list), and docs/mcp.md the endpoint.
     schema: { hide: true },
-    handler: serveMcp,
-    config: { produces: json }
-  }
+    handler: serveMcp
+  })
 }

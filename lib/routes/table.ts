@@ -12,7 +12,7 @@ import { bodyTypes } from '../http/body-types.js'
 import { NotFoundError } from '../errors.js'
 import type { OperationContext } from '../operations/context.js'
 import type { RouteSpec } from '../route-spec.js'
-import { routeSpecIn } from '../route-spec.js'
+import { apiRoute, routeSpecIn } from '../route-spec.js'
 import { capabilities, nestedList } from '../operations/reads.js'
 import type { Operations } from '../operations/index.js'
 import type { Perform } from '../operations/input.js'
@@ -137,22 +137,17 @@ function batchSpec (models: readonly ResourceModel[], context: OperationContext,
   // Prefer: respond-async: 202, under its Idempotency-Key as a write's is.
   const handler = asyncWrites === null ? batchHandler(batch) : asyncWrites.acceptingBatch(batch, batchHandler(batch))
   const schema = batchRouteSchema(models, (model, op) => model.operations.has(op), settings.maxOperations, schemaOptionsFor(context))
-  return {
+  // Its answers are JSON only (results of several resources have no one XML shape).
+  return apiRoute({
     method: 'POST',
     path: '/batch',
     allow: ['POST'],
     operation: 'batch',
-    resource: null,
-    store: null,
-    views: null,
-    item: false,
     bodyTypes: json,
     responseTypes: json,
     schema: asyncWrites === null ? schema : withAccepted(schema),
-    handler: idempotent(handler, batchStoreOf(context), context.options.idempotency),
-    // Its answers are JSON only (results of several resources have no one XML shape).
-    config: { produces: json }
-  }
+    handler: idempotent(handler, batchStoreOf(context), context.options.idempotency)
+  })
 }
 
 /** The content codings responses are compressed in (http/compression.ts). */

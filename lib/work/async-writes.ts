@@ -22,6 +22,7 @@ import { operationInput, outcomeResult } from '../operations/input.js'
 import type { WriteOperation } from '../operations/table.js'
 import { createWorkers, JobFailed } from './queue.js'
 import type { JsonSchema } from '../registry/derive.js'
+import { apiRoute } from '../route-spec.js'
 import type { RouteSpec } from '../route-spec.js'
 import { problems, requestId } from '../routes/http-prose.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
@@ -299,19 +300,13 @@ export function monitorRouteSpec (writes: AsyncWrites, options: SchemaOptions): 
       ...problems(options, [404], { 404: 'no operation has this id, it was removed (a day after it finished), or it is another caller\'s.' }, false)
     }
   }
-  return {
+  return apiRoute({
     method: 'GET',
     path: '/operations/:id',
     allow: ['GET', 'HEAD'],
     operation: 'operation-status',
-    resource: null,
-    store: null,
-    views: null,
-    item: false,
-    bodyTypes: [],
     responseTypes: json,
     schema,
-    handler: writes.monitor,
-    config: { produces: json }
-  }
+    handler: writes.monitor
+  })
 }
