@@ -30,27 +30,52 @@ interface Change { id: string, position: string, resource: string, recordId: str
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 /**
- * The pool of one instance, its transactions held open 0..8 ms after appending their changes;
+ * The pool of one instance, each write that appends a change held open 0..8 ms before it commits
+ * (a write outside a transaction, one statement, is run in a transaction of its own to be held);
  * `naive`: each change positioned as it is appended, by the time (the variant the test must catch).
  */
 function heldPool (pool: pg.Pool, naive: boolean): PostgresPool {
   const appends = /INSERT INTO "[^"]+"\."api_change_log"/
-  const wrap = (client: pg.PoolClient) => new Proxy(client, {
-    get (target, name) {
-      if (name !== 'query') return Reflect.get(target, name, target)
-      return async (config: { text: string, name?: string }) => {
-        if (typeof config !== 'object' || !appends.test(config.text)) return await target.query(config as never)
-        // A position at INSERT, in microseconds: numbering then finds nothing left to number.
-        const text = naive ? config.text.replace('NULL::bigint', '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint + c.index') : config.text
-        const result = await target.query({ ...config, text, name: naive ? undefined : config.name } as never)
+  // A position at INSERT, in microseconds (and a random tail, so that two appends never collide): numbering then finds nothing left to number.
+  const positioned = (text: string) => naive ? text.replace('NULL::bigint', '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000 + (random() * 999)::integer') : text
+  const wrap = (client: pg.PoolClient) => {
+    let inTransaction = false
+    const held = async (config: { text: string, name?: string }) => {
+      const text = positioned(config.text)
+      if (inTransaction) {
+        const result = await client.query({ ...config, text, name: naive ? undefined : config.name } as never)
         await sleep(Math.random() * 8)
         return result
       }
+      await client.query('BEGIN')
+      try {
+        const result = await client.query({ ...config, text, name: naive ? undefined : config.name } as never)
+        await sleep(Math.random() * 8)
+        await client.query('COMMIT')
+        return result
+      } catch (error) {
+        await client.query('ROLLBACK')
+        throw error
+      }
     }
-  })
+    return new Proxy(client, {
+      get (target, name) {
+        if (name !== 'query') return Reflect.get(target, name, target)
+        return (config: { text: string, name?: string }, callback?: (error: Error | null, result?: unknown) => void) => {
+          if (typeof config === 'object' && /^BEGIN/.test(config.text)) inTransaction = true
+          if (typeof config === 'object' && /^(COMMIT|ROLLBACK)/.test(config.text)) inTransaction = false
+          const result = typeof config === 'object' && appends.test(config.text) ? held(config) : target.query(config as never)
+          if (callback === undefined) return result
+          result.then(rows => callback(null, rows), (error: Error) => callback(error))
+        }
+      }
+    })
+  }
   return {
     connect: ((callback?: (error: Error | undefined, client: pg.PoolClient | undefined, release: () => void) => void) =>
-      callback === undefined ? pool.connect().then(wrap) : pool.connect(callback as never)) as PostgresPool['connect'],
+      callback === undefined
+        ? pool.connect().then(wrap)
+        : pool.connect((error, client, release) => callback(error, client === undefined ? undefined : wrap(client), release))) as PostgresPool['connect'],
     on: (event, listener) => pool.on(event, listener),
     end: async () => await pool.end(),
     get totalCount () { return pool.totalCount },

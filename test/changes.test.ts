@@ -11,6 +11,7 @@ import { demoResources } from '../demo/schemas/index.js'
 import { eventReader } from './helpers/events.js'
 import { resolveChanges } from '../lib/changes/options.js'
 import { openPglite } from './stores/pglite-db.js'
+import { AUTHORS, BOOKS, suiteModels } from './stores/conformance.js'
 
 const feed = (app: Awaited<ReturnType<typeof buildApp>>, query = '', headers: Record<string, string> = {}) =>
   app.inject({ url: `/v1/changes${query}`, headers })
@@ -163,17 +164,20 @@ t.test('writes that change nothing record nothing; a delete records the next ver
   t.same(read?.changes.map(change => `${change.operation} v${change.version}`), ['create v1', 'delete v2'])
 })
 
-t.test('the SQL change log: appended outside a transaction too, checked when it may not be created', async t => {
+t.test('the SQL change log: kept by the write that makes the change, read by resource and in pages, purged; checked when it may not be created', async t => {
   const db = await openPglite()
   t.teardown(() => db.close())
   const store = await pgliteStore({ db, schema: 'changes_log' })
-  await store.prepare?.([], { idempotencyKeys: false, changes: true })
-  const change = { id: 'c', resource: 'authors', recordId: 'a', operation: 'create' as const, version: 1, at: new Date(), data: { id: 'a' }, previous: null }
-  await store.appendChanges?.([change, { ...change, id: 'd' }])
-  await store.appendChanges?.([])
+  const { authors, books } = suiteModels(store)
+  const change = (id: string) => ({ change: { id, previous: null } })
+  // The log is not prepared yet: the first write, in a transaction, is undone, the log made, and the write run again.
+  await store.transaction(async tx => await tx.create(authors, AUTHORS[0], change('c')))
+  await store.create(authors, AUTHORS[1], change('d'))
+  await store.create(books, BOOKS[0], change('e'))
   const read = await store.readChanges?.({ after: null, limit: 1, resources: ['authors'] })
-  t.match(read, { changes: [{ id: 'c', data: { id: 'a' }, previous: null }], hasMore: true, purgedThrough: '0' })
-  t.equal(await store.purgeChanges?.(new Date(Date.now() + 1000)), 2)
+  t.match(read, { changes: [{ id: 'c', resource: 'authors', recordId: 'a1', data: AUTHORS[0], previous: null }], hasMore: true, purgedThrough: '0' })
+  t.match(await store.readChanges?.({ after: BigInt(read?.changes[0].position as string), limit: 5, resources: ['books'] }), { changes: [{ id: 'e', recordId: 'b01' }], hasMore: false })
+  t.equal(await store.purgeChanges?.(new Date(Date.now() + 1000)), 3)
   t.match(await store.readChanges?.({ after: null, limit: 1, resources: null }), { changes: [], hasMore: false })
   const unmigrated = await pgliteStore({ db, schema: 'changes_unmigrated', migrate: false })
   await t.rejects(unmigrated.prepare?.([], { idempotencyKeys: false, changes: true }) as Promise<void>, { message: /api_change_log.*migrate is false; create it: CREATE TABLE/ })

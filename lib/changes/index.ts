@@ -44,8 +44,9 @@ export interface Changes {
 export function setUpChanges (settings: ResolvedChanges, models: readonly ResourceModel[], assigned: StoreOf, keepsPrevious: (model: ResourceModel) => boolean, logger: FastifyBaseLogger): Changes {
   const store = assigned(models[0])
   if (models.some(model => assigned(model) !== store)) throw new OptionsInvalidError('changes needs every resource kept in one store: the feed reads one change log')
-  if (typeof store.appendChanges !== 'function' || typeof store.readChanges !== 'function' || typeof store.purgeChanges !== 'function') {
-    throw new OptionsInvalidError('changes needs a store with a change log (appendChanges, readChanges, purgeChanges): the memory, PGlite and PostgreSQL stores have one')
+  const appends = store.writesChanges === true || typeof store.appendChanges === 'function'
+  if (!appends || typeof store.readChanges !== 'function' || typeof store.purgeChanges !== 'function') {
+    throw new OptionsInvalidError('changes needs a store with a change log (appendChanges or writesChanges, readChanges, purgeChanges): the memory, PGlite and PostgreSQL stores have one')
   }
   const log = store as Required<Pick<Store, 'readChanges' | 'purgeChanges'>>
   let lastPurge = 0

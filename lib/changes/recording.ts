@@ -5,7 +5,7 @@
 import type { ResourceModel } from '../registry/model.js'
 import { newUuidV7 } from '../registry/uuid.js'
 import { VERSION_MISMATCH } from '../stores/store.js'
-import type { Fields, NewChange, Store, StoredRecord, WriteOptions } from '../stores/store.js'
+import type { ChangeNote, Fields, NewChange, Store, StoredRecord, WriteOptions } from '../stores/store.js'
 
 export interface RecordingOptions {
   /** Whether a change of this model keeps the record before it (row rules: visibility may change). */
@@ -21,34 +21,51 @@ const passedCalls = ['list', 'exportList', 'aggregate', 'get', 'getMany', 'claim
 
 /** `store` with its writes recorded; its change log must be there (the plugin checks at boot). */
 export function recordingStore (store: Store, options: RecordingOptions): Store {
+  const { keepsPrevious, records = () => true } = options
   async function transaction<T> (work: (tx: Store) => Promise<T>): Promise<T> {
     let recorded = 0
     const result = await store.transaction(async tx => {
       // Per attempt: a transaction the store runs again records again.
-      const pending: NewChange[] = []
-      const value = await work(inTransaction(tx, pending, options))
-      if (pending.length > 0) await (tx.appendChanges as NonNullable<Store['appendChanges']>)(pending)
-      recorded = pending.length
+      const noted: Noted = { pending: [], written: 0 }
+      const value = await work(inTransaction(tx, noted, options))
+      if (noted.pending.length > 0) await (tx.appendChanges as NonNullable<Store['appendChanges']>)(noted.pending)
+      recorded = noted.pending.length + noted.written
       return value
     })
     if (recorded > 0) options.committed()
     return result
   }
+  /**
+   * One write: on a store that writes the change in the write's statement, that statement alone
+   * (it is atomic), unless the change must keep the record before an update, which is read and
+   * locked first; otherwise in a transaction that appends the change.
+   */
+  async function write<T> (work: (on: Store) => Promise<T>, readsBefore = false): Promise<T> {
+    if (store.writesChanges !== true || readsBefore) return await transaction(work)
+    const noted: Noted = { pending: [], written: 0 }
+    const result = await work(inTransaction(store, noted, options))
+    if (noted.written > 0) options.committed()
+    return result
+  }
   const wrapper = passThrough(store)
   return Object.assign(wrapper, {
     transaction,
-    create: async (model: ResourceModel, fields: Fields) => await transaction(async tx => await tx.create(model, fields)),
-    update: async (model: ResourceModel, id: string, fields: Fields, how?: WriteOptions) => await transaction(async tx => await tx.update(model, id, fields, how)),
-    remove: async (model: ResourceModel, id: string, how?: WriteOptions) => await transaction(async tx => await tx.remove(model, id, how)),
-    appendChanges: undefined
+    create: async (model: ResourceModel, fields: Fields) => await write(async on => await on.create(model, fields)),
+    update: async (model: ResourceModel, id: string, fields: Fields, how?: WriteOptions) =>
+      await write(async on => await on.update(model, id, fields, how), records(model) && keepsPrevious(model)),
+    remove: async (model: ResourceModel, id: string, how?: WriteOptions) => await write(async on => await on.remove(model, id, how)),
+    appendChanges: undefined,
+    writesChanges: undefined
   }) as unknown as Store
 }
 
-/** A transaction's store whose writes note their changes in `pending`. */
-function inTransaction (tx: Store, pending: NewChange[], { keepsPrevious, records = () => true }: RecordingOptions): Store {
+/** The changes of one transaction (or one write): noted to append at its end, or counted as written with their writes. */
+interface Noted { readonly pending: NewChange[], written: number }
+
+/** A store (a transaction's, or one for a single write) whose writes record their changes in `noted`. */
+function inTransaction (tx: Store, noted: Noted, { keepsPrevious, records = () => true }: RecordingOptions): Store {
   const note = (model: ResourceModel, operation: NewChange['operation'], id: string, record: StoredRecord | null, previous: StoredRecord | null, at: Date) => {
-    if (!records(model)) return
-    pending.push({
+    noted.pending.push({
       id: newUuidV7(),
       resource: model.name,
       recordId: id,
@@ -59,22 +76,41 @@ function inTransaction (tx: Store, pending: NewChange[], { keepsPrevious, record
       previous: keepsPrevious(model) ? previous?.data ?? null : null
     })
   }
+  /** The change a store that writes changes keeps with the write; counted once the write happened. */
+  const change = (previous: ChangeNote['previous']): ChangeNote => ({ id: newUuidV7(), previous })
+  const wrote = <T>(result: T, happened: boolean): T => {
+    if (happened) noted.written++
+    return result
+  }
   /** The record before a write that needs it: locked, so that it is still the one written over. */
   const before = async (model: ResourceModel, id: string, needed: boolean) => needed ? await tx.get(model, id, { lock: true }) : null
+  const direct = tx.writesChanges === true
   // No `transaction`: the plugin's writes join this one through the store it hands them, never by opening another.
   return Object.assign(passThrough(tx), {
     async create (model: ResourceModel, fields: Fields) {
+      if (!records(model)) return await tx.create(model, fields)
+      if (direct) return wrote(await tx.create(model, fields, { change: change(null) }), true)
       const created = await tx.create(model, fields)
       note(model, 'create', String(created.data[model.idField]), created, null, created.modifiedAt)
       return created
     },
     async update (model: ResourceModel, id: string, fields: Fields, how: WriteOptions = {}) {
+      if (!records(model)) return await tx.update(model, id, fields, how)
       const previous = await before(model, id, keepsPrevious(model))
+      if (direct) {
+        const updated = await tx.update(model, id, fields, { ...how, change: change(previous?.data ?? null) })
+        return wrote(updated, updated !== null && updated !== VERSION_MISMATCH)
+      }
       const updated = await tx.update(model, id, fields, how)
       if (updated !== null && updated !== VERSION_MISMATCH) note(model, how.operation ?? 'modify', id, updated, previous, updated.modifiedAt)
       return updated
     },
     async remove (model: ResourceModel, id: string, how: WriteOptions = {}) {
+      if (!records(model)) return await tx.remove(model, id, how)
+      if (direct) {
+        const removed = await tx.remove(model, id, { ...how, change: change(keepsPrevious(model)) })
+        return wrote(removed, removed === true)
+      }
       // The version a delete's change carries is the next one of the record removed.
       const previous = await before(model, id, true)
       if (previous === null) return await tx.remove(model, id, how)

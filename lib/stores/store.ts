@@ -44,8 +44,20 @@ export interface ReadOptions {
 export interface WriteOptions {
   /** Compare-and-set: write only when the stored version still equals this. */
   readonly ifVersion?: number
-  /** What the change feed records an update as (changes/recording.ts); default `modify`. Stores ignore it. */
+  /** What the change feed records an update as (changes/recording.ts); default `modify`. */
   readonly operation?: 'replace' | 'modify'
+  /** To a store that `writesChanges`: the change this write records, kept by the write's own statement. */
+  readonly change?: ChangeNote
+}
+
+/** The change a write records, on a store that writes it with the record (Store.writesChanges). */
+export interface ChangeNote {
+  readonly id: string
+  /**
+   * The record before the write, as the change keeps it: an update's is given (null: none kept);
+   * a remove's is the record removed, kept when true.
+   */
+  readonly previous: Fields | null | boolean
 }
 
 /** One change as a store's change log keeps it (docs/changes.md): the record after a committed write. */
@@ -140,7 +152,7 @@ export interface Store extends Partial<JobStore> {
   /** Records with the given values in `field` (batched lookups for expand/include), in no set order. */
   getMany (view: View, field: string, values: readonly unknown[]): Promise<readonly StoredRecord[]>
   /** `fields` includes the id; the caller assigns it. */
-  create (model: ResourceModel, fields: Fields): Promise<StoredRecord>
+  create (model: ResourceModel, fields: Fields, how?: Pick<WriteOptions, 'change'>): Promise<StoredRecord>
   /** Replaces all fields; null when the id does not exist. */
   update (model: ResourceModel, id: string, fields: Fields, how?: WriteOptions): Promise<StoredRecord | null | typeof VERSION_MISMATCH>
   remove (model: ResourceModel, id: string, how?: WriteOptions): Promise<boolean | typeof VERSION_MISMATCH>
@@ -169,6 +181,12 @@ export interface Store extends Partial<JobStore> {
    * `purgeChanges` removes the changes made before `before` and says how many.
    */
   appendChanges? (changes: readonly NewChange[]): Promise<void>
+  /**
+   * Instead of `appendChanges`: true when create, update and remove keep `how.change` in the
+   * change log in the write's own statement (the SQL store), so that one write needs no
+   * transaction for its change.
+   */
+  readonly writesChanges?: boolean
   readChanges? (query: ChangeQuery): Promise<ChangeRead>
   purgeChanges? (before: Date): Promise<number>
   /**

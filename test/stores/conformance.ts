@@ -18,7 +18,8 @@ import { checkFilter } from '../../lib/query/filter/check.js'
 import { withTieBreaker } from '../../lib/query/list-query.js'
 import { memoryStore } from '../../lib/stores/memory.js'
 import { VERSION_MISMATCH } from '../../lib/stores/store.js'
-import type { Fields, KeptResponse, ListQuery, PageWindow, SortKey, Store, StoredRecord } from '../../lib/stores/store.js'
+import type { ChangeRead, Fields, KeptResponse, ListQuery, PageWindow, SortKey, Store, StoredRecord } from '../../lib/stores/store.js'
+import { recordingStore } from '../../lib/changes/recording.js'
 
 export type MakeStore = () => Promise<Store>
 
@@ -1298,6 +1299,69 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       t.same(record.data, AUTHORS[0])
       t.equal(record.version, 1)
     })
+  })
+
+  t.test('the change log: each write keeps one change, the record as get reads it, or none when it fails', async t => {
+    const { store, authors, books } = await fresh(t)
+    await store.prepare?.([authors, books], { idempotencyKeys: false, changes: true })
+    let commits = 0
+    // Books keep the record before each change (as under row rules), authors do not.
+    const recorded = recordingStore(store, { keepsPrevious: model => model === books, committed: () => { commits++ } })
+    const text = (value: unknown) => JSON.stringify(value)
+    const expected: Array<{ operation: string, recordId: string, version: number, data: string, previous: string }> = []
+    /** A create's or update's change: the record written; `previous` kept or not. */
+    const wrote = (operation: string, record: StoredRecord, previous: StoredRecord | null = null) =>
+      expected.push({ operation, recordId: String(record.data.id), version: record.version, data: text(record.data), previous: text(previous?.data ?? null) })
+    /** A delete's change: the next version of the record removed, which it keeps when `kept`. */
+    const removed = (record: StoredRecord, kept: boolean) =>
+      expected.push({ operation: 'delete', recordId: String(record.data.id), version: record.version + 1, data: 'null', previous: text(kept ? record.data : null) })
+
+    const full = { id: '\ufeffx1', title: '\ufeffÜ ✓ 𝄞 "q" \'s\' \\ ; --', authorId: 'a1', editorId: null, year: -9007199254740991, rating: 0.1 + 0.2, available: false, published: '2024-02-29T23:59:59.123Z', meta: { nested: { list: [1, 'two', null, true] }, empty: [] }, note: '' }
+    wrote('create', await recorded.create(books, full))
+    wrote('create', await recorded.create(books, { id: 'x2', title: 'T', authorId: 'a2', editorId: null, year: null, rating: null, published: null, meta: null }))
+    wrote('create', await recorded.create(authors, { id: 'a9', name: 'Nia', born: '2000-02-29', country: null }))
+    const before = await store.get(books, 'x2') as StoredRecord
+    wrote('replace', await recorded.update(books, 'x2', { ...before.data, title: 'U', available: true }, { operation: 'replace' }) as StoredRecord, before)
+    const author = await store.get(authors, 'a9') as StoredRecord
+    wrote('modify', await recorded.update(authors, 'a9', { ...author.data, country: 'NZ' }) as StoredRecord)
+    const book = await store.get(books, '\ufeffx1') as StoredRecord
+    t.equal(await recorded.remove(books, '\ufeffx1'), true)
+    removed(book, true)
+    const gone = await store.get(authors, 'a9') as StoredRecord
+    t.equal(await recorded.remove(authors, 'a9', { ifVersion: gone.version }), true)
+    removed(gone, false)
+    t.equal(commits, 7, 'each write that recorded a change said so once it committed')
+
+    // Writes that change nothing, fail, or roll back record nothing.
+    t.equal(await recorded.update(authors, 'a1', { ...AUTHORS[0] }, { ifVersion: 7 }), VERSION_MISMATCH)
+    t.equal(await recorded.update(books, 'nope', { ...BOOKS[0], id: 'nope' }), null)
+    t.equal(await recorded.remove(books, 'nope'), false)
+    t.equal(await recorded.remove(authors, 'a1', { ifVersion: 7 }), VERSION_MISMATCH)
+    await t.rejects(recorded.create(books, { ...BOOKS[0] }), { code: 'API_ERR_CONFLICT' })
+    await t.rejects(recorded.transaction(async tx => {
+      await tx.create(authors, { id: 'a10', name: 'Gone', born: null, country: null })
+      await tx.update(books, 'x2', { ...(await tx.get(books, 'x2') as StoredRecord).data, title: 'V' })
+      throw new Error('undone')
+    }), { message: 'undone' })
+    t.equal(commits, 7)
+
+    // In a transaction: every write's change, in the order made.
+    await recorded.transaction(async tx => {
+      wrote('create', await tx.create(authors, { id: 'a11', name: 'Kit', born: null, country: 'GB' }))
+      const was = await tx.get(books, 'x2') as StoredRecord
+      const now = await tx.update(books, 'x2', { ...was.data, title: 'W' }) as StoredRecord
+      wrote('modify', now, was)
+      t.equal(await tx.remove(books, 'x2'), true)
+      removed(now, true)
+    })
+    t.equal(commits, 8)
+
+    const read = await store.readChanges?.({ after: null, limit: 100, resources: null }) as ChangeRead
+    t.same(read.changes.map(change => ({ operation: change.operation, recordId: change.recordId, version: change.version, data: text(change.data), previous: text(change.previous) })), expected,
+      'members in the schema\'s order, every type as get reads it, absent where get leaves them out')
+    t.same(read.changes.map(change => change.resource), ['books', 'books', 'authors', 'books', 'authors', 'books', 'authors', 'authors', 'books', 'books'])
+    t.equal(new Set(read.changes.map(change => change.id)).size, read.changes.length)
+    t.ok(read.changes.every((change, i) => i === 0 || BigInt(change.position) > BigInt(read.changes[i - 1].position)), 'positions ascend')
   })
 }
 

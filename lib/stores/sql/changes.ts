@@ -1,6 +1,6 @@
 // The SQL store's change log (docs/changes.md "Positions in commit order"): a table of changes and
-// the position purged through. A transaction appends its changes as its last statement, without a
-// position. Positions are given afterwards, by whoever reads the log (`sequence`, before each read):
+// the position purged through. Each write appends its change in its own statement (`recorded`),
+// without a position. Positions are given afterwards, by whoever reads the log (`sequence`, before each read):
 // one transaction of the schema at a time, under an advisory lock, numbers the changes committed
 // and not yet numbered after the highest position, in the order they were written. A change is
 // numbered only once it has committed, and every later round numbers above it, so a reader of
@@ -9,8 +9,10 @@
 // are not serialized (an earlier design held the lock from the append to COMMIT, which made every
 // write of the schema commit one at a time; benchmarks/README.md "The change record's cost").
 import { createHash } from 'node:crypto'
-import type { ChangeQuery, ChangeRead, ChangeRecord, Fields, NewChange } from '../store.js'
-import { ident, quoteIdent, sql, toQuery } from './sql.js'
+import type { ChangeNote, ChangeQuery, ChangeRead, ChangeRecord, Fields, NewChange } from '../store.js'
+import { ident, quoteIdent, raw, sql, toQuery } from './sql.js'
+import { MAIN, textOut } from './table.js'
+import type { Table } from './table.js'
 import type { Sql } from './sql.js'
 import { takeTurn } from './ddl.js'
 import type { MigrateOptions, Run } from './ddl.js'
@@ -49,28 +51,34 @@ export async function migrateChanges (run: Run, schema: string, options: Migrate
 const statementText = (statement: Sql): string => toQuery(statement).text
 
 /** The statements of one schema's change log. */
-export function changeStatements (schema: string) {
-  const table = ident(schema, CHANGES_TABLE)
+export function changeStatements (schema: string, dropsLeadingBom: boolean) {
+  const log = ident(schema, CHANGES_TABLE)
   const purged = ident(schema, PURGED_TABLE)
   const digest = createHash('sha256').update(`fastify-api-conventions changes ${schema}`).digest()
   const lock = sql`pg_advisory_xact_lock(${digest.readInt32BE(0)}::integer, ${digest.readInt32BE(4)}::integer)`
   return {
-    /** The transaction's last statement: its changes, unnumbered, in the order they were made. */
-    append (changes: readonly NewChange[]): Sql {
-      const rows = JSON.stringify(changes.map((change, index) => ({
-        index,
-        id: change.id,
-        resource: change.resource,
-        record_id: change.recordId,
-        operation: change.operation,
-        version: change.version,
-        at: change.at.toISOString(),
-        data: change.data,
-        previous: change.previous
-      })))
-      return sql`INSERT INTO ${table} (position, written, index, id, resource, record_id, operation, version, at, data, previous)
-        SELECT NULL::bigint, clock_timestamp(), c.index, c.id, c.resource, c.record_id, c.operation, c.version, c.at, c.data, c.previous
-        FROM json_to_recordset(${rows}::json) AS c(index integer, id text, resource text, record_id text, operation text, version integer, at timestamptz, data json, previous json)`
+    /**
+     * A write and its change in one statement: `write` (an INSERT, UPDATE or DELETE of `table`
+     * aliased t0, without RETURNING) returns its row to a WITH named t0, the change is appended
+     * from that row, unnumbered, and `returning` (over t0) is what the statement answers. The
+     * change's data is the row as decode() makes it; a delete's version is the next one of the row
+     * removed, and it keeps that row as `previous` when `change.previous` is true; an update keeps
+     * the `previous` it is given. One statement is atomic, so a write outside a transaction needs
+     * none, and in one, the write and its change can never part.
+     */
+    recorded (table: Table, write: Sql, operation: NewChange['operation'], change: ChangeNote, returning: Sql): Sql {
+      const row = ident(MAIN)
+      const removed = operation === 'delete'
+      const previous = change.previous === true
+        ? table.json
+        : change.previous === false || change.previous === null ? sql`NULL::json` : sql`${JSON.stringify(change.previous)}::json`
+      const version = sql`${ident(MAIN, table.version)}${raw(removed ? ' + 1' : '')}`
+      const at = removed ? sql`now()` : ident(MAIN, table.modifiedAt)
+      return sql`WITH ${row} AS (${write} RETURNING *),
+        logged AS (INSERT INTO ${log} (position, written, index, id, resource, record_id, operation, version, at, data, previous)
+          SELECT NULL::bigint, clock_timestamp(), 0, ${change.id}::text, ${table.model.name}::text, ${ident(MAIN, table.id.name)}::text, ${operation}::text,
+            ${version}, date_trunc('milliseconds', ${at}), ${removed ? sql`NULL::json` : table.json}, ${previous} FROM ${row})
+        SELECT ${returning} FROM ${row}`
     },
     /**
      * Numbering, in a transaction: `turn` first (one numbering of the schema at a time), then
@@ -81,22 +89,22 @@ export function changeStatements (schema: string) {
      * lock, and a change written after another's commit was acknowledged is written after it.
      */
     turn: sql`SELECT ${lock}`,
-    number: sql`WITH base AS (SELECT greatest((SELECT coalesce(max(position), 0) FROM ${table}), (SELECT through FROM ${purged})) AS n),
-        todo AS (SELECT id, row_number() OVER (ORDER BY written, index, id) AS rank FROM ${table} WHERE position IS NULL)
-      UPDATE ${table} AS c SET position = base.n + todo.rank FROM base, todo WHERE c.id = todo.id`,
+    number: sql`WITH base AS (SELECT greatest((SELECT coalesce(max(position), 0) FROM ${log}), (SELECT through FROM ${purged})) AS n),
+        todo AS (SELECT id, row_number() OVER (ORDER BY written, index, id) AS rank FROM ${log} WHERE position IS NULL)
+      UPDATE ${log} AS c SET position = base.n + todo.rank FROM base, todo WHERE c.id = todo.id`,
     /** One statement, so one snapshot: the rows, the head and the position purged through agree. */
     read ({ after, limit, resources }: ChangeQuery): Sql {
       const which = resources === null ? sql`` : sql` AND resource = ANY(${resources}::text[])`
-      return sql`SELECT p.through::text, greatest(h.head, p.through)::text, c.position::text, c.id, c.resource, c.record_id, c.operation, c.version,
+      return sql`SELECT p.through::text, greatest(h.head, p.through)::text, c.position::text, c.id, c.resource, ${textOut(sql`c.record_id`, dropsLeadingBom)}, c.operation, c.version,
           (extract(epoch FROM c.at) * 1000)::float8, c.data::text, c.previous::text
-        FROM ${purged} AS p CROSS JOIN (SELECT coalesce(max(position), 0) AS head FROM ${table}) AS h
-        LEFT JOIN LATERAL (SELECT * FROM ${table} WHERE position > ${String(after ?? -1n)}::bigint${which} ORDER BY position LIMIT ${limit + 1}::integer) AS c ON true
+        FROM ${purged} AS p CROSS JOIN (SELECT coalesce(max(position), 0) AS head FROM ${log}) AS h
+        LEFT JOIN LATERAL (SELECT * FROM ${log} WHERE position > ${String(after ?? -1n)}::bigint${which} ORDER BY position LIMIT ${limit + 1}::integer) AS c ON true
         ORDER BY c.position`
     },
     /** A prefix of the log: through the last change made before `before`, so `through` is exact. */
     purge (before: Date): Sql {
-      return sql`WITH cut AS MATERIALIZED (SELECT max(position) AS through FROM ${table} WHERE at < ${before.toISOString()}::timestamptz),
-        removed AS (DELETE FROM ${table} WHERE position <= (SELECT through FROM cut) RETURNING 1),
+      return sql`WITH cut AS MATERIALIZED (SELECT max(position) AS through FROM ${log} WHERE at < ${before.toISOString()}::timestamptz),
+        removed AS (DELETE FROM ${log} WHERE position <= (SELECT through FROM cut) RETURNING 1),
         noted AS (UPDATE ${purged} SET through = greatest(through, (SELECT through FROM cut)) WHERE (SELECT through FROM cut) IS NOT NULL RETURNING 1)
         SELECT count(*) FROM removed`
     }

@@ -138,7 +138,7 @@ export class SqlStore implements Store {
     this.#keys = { ref: ident(settings.schema, KEYS_TABLE), ready: undefined, prepared: false }
     this.#jobs = { ref: ident(settings.schema, JOBS_TABLE), ready: undefined, prepared: false }
     this.#changes = { ref: ident(settings.schema, CHANGES_TABLE), ready: undefined, prepared: false }
-    this.#changeStatements = changeStatements(settings.schema)
+    this.#changeStatements = changeStatements(settings.schema, db.dropsLeadingBom === true)
   }
 
   /** A store running its statements through `query`, on this store's tables. */
@@ -426,12 +426,16 @@ export class SqlStore implements Store {
     return rows.map(row => table.decode(row))
   }
 
-  async create (model: ResourceModel, fields: Fields): Promise<StoredRecord> {
+  /** create, update and remove keep `how.change` with the write, in its statement (changes.ts recorded). */
+  readonly writesChanges = true
+
+  async create (model: ResourceModel, fields: Fields, how: WriteOptions = {}): Promise<StoredRecord> {
     const table = await this.#prepare(model)
     const columns = [...table.columns.values()]
     const values = columns.map(col => writeValue(col, fields[col.field.name]))
     const names = join([...columns.map(col => ident(col.name)), ident(table.version), ident(table.modifiedAt)], ', ')
-    const rows = await this.#run(sql`INSERT INTO ${table.ref} AS ${ident(MAIN)} (${names}) VALUES (${join(values, ', ')}, 1, now()) RETURNING ${table.selectList}`, 'write', model, fields)
+    const insert = sql`INSERT INTO ${table.ref} AS ${ident(MAIN)} (${names}) VALUES (${join(values, ', ')}, 1, now())`
+    const rows = await this.#run(await this.#returning(table, insert, 'create', how, table.selectList), 'write', model, fields)
     await this.#wrote()
     return table.decode(rows[0])
   }
@@ -442,7 +446,8 @@ export class SqlStore implements Store {
     const sets = [...table.columns.values()].filter(col => col !== table.id).map(col => sql`${ident(col.name)} = ${writeValue(col, fields[col.field.name])}`)
     sets.push(sql`${ident(table.version)} = ${ident(MAIN, table.version)} + 1`, sql`${ident(table.modifiedAt)} = now()`)
     // Compare-and-set in the statement itself, so If-Match cannot race.
-    const rows = await this.#run(sql`UPDATE ${table.ref} AS ${ident(MAIN)} SET ${join(sets, ', ')} WHERE ${idEquals(table, id)}${versionEquals(table, how)} RETURNING ${table.selectList}`, 'write', model, fields)
+    const update = sql`UPDATE ${table.ref} AS ${ident(MAIN)} SET ${join(sets, ', ')} WHERE ${idEquals(table, id)}${versionEquals(table, how)}`
+    const rows = await this.#run(await this.#returning(table, update, how.operation ?? 'modify', how, table.selectList), 'write', model, fields)
     if (rows.length > 0) {
       await this.#wrote()
       return table.decode(rows[0])
@@ -454,12 +459,20 @@ export class SqlStore implements Store {
     const table = await this.#prepare(model)
     if (!isStorable(id)) return false
     // Children still pointing here make the foreign key refuse: 409, with no read-then-delete race.
-    const rows = await this.#run(sql`DELETE FROM ${table.ref} AS ${ident(MAIN)} WHERE ${idEquals(table, id)}${versionEquals(table, how)} RETURNING 1`, 'delete', model)
+    const remove = sql`DELETE FROM ${table.ref} AS ${ident(MAIN)} WHERE ${idEquals(table, id)}${versionEquals(table, how)}`
+    const rows = await this.#run(await this.#returning(table, remove, 'delete', how, sql`1`), 'delete', model)
     if (rows.length > 0) {
       await this.#wrote()
       return true
     }
     return (await this.#missOrMismatch(table, id, how)) ?? false
+  }
+
+  /** `write` answering `returning`, with the change `how` asks for kept by the same statement. */
+  async #returning (table: Table, write: Sql, operation: NewChange['operation'], how: WriteOptions, returning: Sql): Promise<Sql> {
+    if (how.change === undefined) return sql`${write} RETURNING ${returning}`
+    if (!this.#changes.prepared) await this.#prepareKeys(CHANGES)
+    return this.#changeStatements.recorded(table, write, operation, how.change, returning)
   }
 
   /** After a write touched no row: either answer was true when the statement ran. */
@@ -531,12 +544,6 @@ export class SqlStore implements Store {
   async purgeJobs (now: Date): Promise<number> {
     const [[count]] = await this.#runKeys(jobStatements.purge(this.#jobs.ref, now), JOBS)
     return Number(count)
-  }
-
-  /** The change log (stores/sql/changes.ts): appended in a transaction, as its last statement. */
-  async appendChanges (changes: readonly NewChange[]): Promise<void> {
-    if (this.#unprepared === undefined) return await this.transaction(async tx => await tx.appendChanges?.(changes))
-    if (changes.length > 0) await this.#runKeys(this.#changeStatements.append(changes), CHANGES)
   }
 
   /** The log's changes after `query.after`, once those committed unnumbered have their positions (stores/sql/changes.ts). */

@@ -42,6 +42,8 @@ export interface Table {
   readonly selectList: Sql
   /** The text of RETRIEVE's statement, `SELECT … WHERE id = $1`: the same for every request, so made once. */
   readonly selectById: string
+  /** The record's data as JSON, of the row aliased `t0`, as decode() makes it: what a change keeps (changes.ts). */
+  readonly json: Sql
   decode (row: readonly unknown[]): StoredRecord
 }
 
@@ -134,6 +136,7 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
     modifiedAt,
     selectList,
     selectById: toQuery(sql`SELECT ${selectList} FROM ${ref} AS ${ident(MAIN)} WHERE ${ident(MAIN, id.name)} = ${''}::text`).text,
+    json: recordJson(ordered),
     decode (row: readonly unknown[]): StoredRecord {
       const data: Fields = {}
       ordered.forEach((column, i) => {
@@ -160,12 +163,31 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
  */
 const modifiedAtMillis = (column: string) => sql`(extract(epoch from date_trunc('milliseconds', ${ident(MAIN, column)})) * 1000)::bigint`
 
+/**
+ * The JSON object decode() makes of a row, built in the statement: members in the schema's order,
+ * a NULL of a nullable field as null, of any other field left out. Pieces are joined with
+ * array_to_string, which skips the NULL ones (and, unlike concat_ws, takes any number of fields).
+ */
+function recordJson (columns: readonly Column[]): Sql {
+  const members = columns.map(column => {
+    const value = sql`to_json(${selectColumn(column, false)})::text`
+    // The member's name is a field name of the schema, JSON-quoted, as a literal of this code's own.
+    const name = raw(`'${JSON.stringify(column.field.name).replaceAll("'", "''")}:'`)
+    return column.field.nullable ? sql`${name} || coalesce(${value}, 'null')` : sql`${name} || ${value}`
+  })
+  return sql`('{' || array_to_string(ARRAY[${join(members, ', ')}]::text[], ',') || '}')::json`
+}
+
+/** A text as the driver must read it back: a decoder that drops a leading U+FEFF (WHATWG Encoding "UTF-8 decode") gets one more to drop. */
+export function textOut (ref: Sql, dropsLeadingBom: boolean): Sql {
+  return dropsLeadingBom ? sql`CASE WHEN starts_with(${ref}, chr(65279)) THEN chr(65279) || ${ref} ELSE ${ref} END` : ref
+}
+
 // Dates and date-times leave as the ISO text the schema promises, whatever the driver's parsers.
 function selectColumn (column: Column, dropsLeadingBom: boolean): Sql {
   const ref = ident(MAIN, column.name)
   switch (column.field.type) {
-    // A decoder that drops a leading U+FEFF (WHATWG Encoding "UTF-8 decode") gets one more to drop.
-    case 'string': return dropsLeadingBom ? sql`CASE WHEN starts_with(${ref}, chr(65279)) THEN chr(65279) || ${ref} ELSE ${ref} END` : ref
+    case 'string': return textOut(ref, dropsLeadingBom)
     case 'date': return sql`to_char(${ref}, 'YYYY-MM-DD')`
     case 'datetime': return sql`to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
     default: return ref
