@@ -127,7 +127,7 @@ t.test('boot errors name the option', async t => {
   await t.rejects(app, { code: 'API_ERR_OPTIONS_INVALID', message: /changes\.retention/ })
   t.throws(() => resolveChanges({ retension: 1 }), { message: /retension/ })
   t.throws(() => resolveChanges('yes'), { message: /changes must be a boolean or an object/ })
-  t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000, nats: null, webhooks: null })
+  t.same(resolveChanges(true), { retention: 7 * 86400000, pollInterval: 500, heartbeat: 15000, nats: null, webhooks: null, onChange: null })
   t.throws(() => resolveChanges({ webhooks: {} }), { message: /changes.webhooks.allowedHosts must be host names/ })
   t.throws(() => resolveChanges({ webhooks: 'localhost' }), { message: /changes.webhooks must be an object \{ allowedHosts/ })
   t.throws(() => resolveChanges({ webhooks: null }), { message: /changes.webhooks must be an object/ })
@@ -181,4 +181,59 @@ t.test('the SQL change log: kept by the write that makes the change, read by res
   t.match(await store.readChanges?.({ after: null, limit: 1, resources: null }), { changes: [], hasMore: false })
   const unmigrated = await pgliteStore({ db, schema: 'changes_unmigrated', migrate: false })
   await t.rejects(unmigrated.prepare?.([], { idempotencyKeys: false, changes: true }) as Promise<void>, { message: /api_change_log.*migrate is false; create it: CREATE TABLE/ })
+})
+
+t.test('changes.onChange: every change committed after ready, on any instance, in order, as the admin sees it; a throw calls again', async t => {
+  const store = memoryStore()
+  // Before either app is ready: not theirs to hear.
+  await store.appendChanges?.([{ id: 'old', resource: 'authors', recordId: 'a0', operation: 'create', version: 1, at: new Date(), data: { id: 'a0', name: 'Old' }, previous: null }])
+  const heard: Record<'a' | 'b', string[]> = { a: [], b: [] }
+  let failures = 1
+  const lines: Array<{ level: number, msg: string }> = []
+  const a = await buildApp(t, { store, changes: { pollInterval: 20, onChange: change => { heard.a.push(`${change.operation} ${change.resource} v${change.version}`) } } })
+  const b = await buildApp(t, {
+    store,
+    server: { logger: { level: 'warn', stream: { write: (line: string) => lines.push(JSON.parse(line)) } } },
+    changes: {
+      pollInterval: 20,
+      async onChange (change) {
+        if (change.operation === 'modify' && failures-- > 0) throw new Error('the cache is down')
+        heard.b.push(`${change.operation} ${change.resource} v${change.version}`)
+      }
+    }
+  })
+  const made = (await a.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Ann' } })).json().data.author
+  t.equal((await b.inject({ method: 'PATCH', url: `/v1/authors/${made.id}`, headers: { 'content-type': 'application/merge-patch+json' }, payload: { country: 'NZ' } })).statusCode, 200)
+  // A change of a resource no longer served is no one's to hear.
+  await store.appendChanges?.([{ id: 'ghost', resource: 'ghosts', recordId: 'g1', operation: 'create', version: 1, at: new Date(), data: { id: 'g1' }, previous: null }])
+  t.equal((await a.inject({ method: 'DELETE', url: `/v1/authors/${made.id}` })).statusCode, 204)
+  const all = ['create authors v1', 'modify authors v2', 'delete authors v3']
+  while (heard.a.length < 3 || heard.b.length < 3) await new Promise(resolve => setTimeout(resolve, 20))
+  t.same(heard, { a: all, b: all }, 'each instance heard every change, its own and the other\'s, once, in order; the failed call was made again')
+  t.match(lines, [{ level: 40, msg: /changes\.onChange hook .* failed; trying again/ }])
+  await a.close()
+  await b.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Bo' } })
+  while (heard.b.length < 4) await new Promise(resolve => setTimeout(resolve, 20))
+  t.same(heard.a, all, 'a closed app hears nothing more')
+})
+
+t.test('changes.onChange: a store unreachable at start is read again', async t => {
+  const store = memoryStore()
+  const reads = store.readChanges?.bind(store) as NonNullable<Store['readChanges']>
+  let calls = 0
+  const flaky: Store = {
+    ...store,
+    readChanges: async query => {
+      if (++calls === 1) throw new Error('unreachable')
+      return await reads(query)
+    }
+  }
+  const heard: string[] = []
+  const app = await buildApp(t, { store: flaky, changes: { onChange: change => { heard.push(change.operation) } } })
+  // The head is read after the pause (1 s), then the log from it: the changes from then on are heard.
+  while (calls < 3) await new Promise(resolve => setTimeout(resolve, 20))
+  await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Ann' } })
+  while (heard.length < 1) await new Promise(resolve => setTimeout(resolve, 20))
+  t.same(heard, ['create'])
+  t.throws(() => resolveChanges({ onChange: 'log' }), { message: /changes.onChange must be a function of the change/ })
 })

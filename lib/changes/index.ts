@@ -1,6 +1,6 @@
 // The change feed as the plugin wires it (docs/changes.md): the store wrapped so that writes record
 // their changes, the wake-ups of waiting readers, the route's spec, the purge past retention, and
-// the publisher to NATS JetStream when configured.
+// the followers of the log when configured: the publisher to NATS JetStream, the onChange hook.
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import { OptionsInvalidError } from '../errors.js'
 import type { OperationContext } from '../operations/context.js'
@@ -11,6 +11,7 @@ import type { RouteSpec } from '../route-spec.js'
 import type { Store } from '../stores/store.js'
 import { changeFeed } from './feed.js'
 import { natsPublisher } from './nats.js'
+import { changeConsumer } from './consumer.js'
 import { changePresenter, unrestricted } from './present.js'
 import type { ResolvedChanges } from './options.js'
 import { recordingStore } from './recording.js'
@@ -28,7 +29,7 @@ export interface Changes {
   readonly storeOf: StoreOf
   /** The route, once the operation context exists. */
   readonly spec: (context: OperationContext, schemaOptions: SchemaOptions, app: FastifyInstance) => RouteSpec
-  /** With `nats`: the publisher, started when the app is ready and stopped as it closes. */
+  /** With `nats` and `onChange`: the publisher and the hook's consumer, started when the app is ready and stopped as it closes. */
   readonly publish: (context: OperationContext, app: FastifyInstance) => Promise<void>
   /** With `webhooks`: the routes of deliveries, and the fan-out and sender, started when the app is ready and stopped as it closes. */
   readonly webhooks: (context: OperationContext, app: FastifyInstance) => RouteSpec[]
@@ -69,8 +70,13 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
   return {
     storeOf: () => recording,
     async publish (context, app) {
-      if (settings.nats === null) return
       const present = changePresenter(context.models, unrestricted)
+      if (settings.onChange !== null) {
+        const consumer = changeConsumer(settings.onChange, log, wakeups, change => present(null, change), app.log)
+        app.addHook('onReady', async function startChangeConsumer () { consumer.start() })
+        app.addHook('preClose', async function stopChangeConsumer () { await consumer.stop() })
+      }
+      if (settings.nats === null) return
       const publisher = await natsPublisher(settings.nats, log, wakeups, change => present(null, change), app.log)
       app.addHook('onReady', async function startPublishingChanges () { publisher.start() })
       app.addHook('onClose', async function stopPublishingChanges () { await publisher.stop() })

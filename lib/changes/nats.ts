@@ -9,6 +9,7 @@ import type { ChangeRecord, Store } from '../stores/store.js'
 import type { ResolvedNats } from './options.js'
 import type { ShownChange } from './present.js'
 import type { Wakeups } from './wakeups.js'
+import { pause, retryPauses, tailLog } from './tail.js'
 
 type Nats = typeof import('nats')
 type Connection = Awaited<ReturnType<Nats['connect']>>
@@ -16,12 +17,6 @@ type Manager = Awaited<ReturnType<Connection['jetstreamManager']>>
 
 /** The header of each message that holds the change's position in the log. */
 const positionHeader = 'Api-Change-Position'
-const batchSize = 100
-/** The first wait after a failure, doubled after each one up to the last. */
-const firstRetry = 1000
-const lastRetry = 30_000
-/** The longest wait for a wake-up before reading the log again anyway. */
-const idleWait = 30_000
 const positionPattern = /^(0|[1-9][0-9]{0,18})$/
 
 export interface Publisher {
@@ -29,15 +24,6 @@ export interface Publisher {
   readonly start: () => void
   /** Stops after the publish in flight, and drains the connection. */
   readonly stop: () => Promise<void>
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause (ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise(resolve => {
-    const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve() }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done)
-  })
 }
 
 /**
@@ -101,30 +87,23 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
    * or failing. `healthy` is called after each publish and whenever it has caught up.
    */
   async function tail (open: Connection, healthy: () => void) {
-    let after = await resumePoint(await open.jetstreamManager())
+    const after = await resumePoint(await open.jetstreamManager())
     logger.info({ stream, after: after === null ? null : String(after) }, 'api-conventions: publishing changes to NATS')
     const js = open.jetstream()
-    while (!stopping.signal.aborted) {
-      const found = await log.readChanges({ after, limit: batchSize, resources: null })
-      for (const change of found.changes) {
-        // In order, one at a time: the stream's last message is then always where to resume.
-        await publish(js, change)
-        after = BigInt(change.position)
-        healthy()
-      }
-      if (found.hasMore) continue
+    // In order, one at a time: the stream's last message is then always where to resume.
+    for await (const change of tailLog(log, wakeups, { after, signal: stopping.signal, caughtUp: healthy })) {
+      await publish(js, change)
       healthy()
-      await wakeups.next(found.head, Date.now() + idleWait, stopping.signal)
     }
   }
 
   async function run () {
-    let retry = firstRetry
+    let retry = retryPauses.first
     let failing = false
     const healthy = () => {
       if (failing) logger.info({ stream }, 'api-conventions: publishing changes to NATS again')
       failing = false
-      retry = firstRetry
+      retry = retryPauses.first
     }
     while (!stopping.signal.aborted) {
       try {
@@ -136,7 +115,7 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
         await connection?.close().catch(() => {})
         connection = null
         await pause(retry, stopping.signal)
-        retry = Math.min(retry * 2, lastRetry)
+        retry = Math.min(retry * 2, retryPauses.last)
       }
     }
   }

@@ -5,6 +5,7 @@ import { knownKeys, refuseUnknownKeys } from '../options-check.js'
 import { milliseconds } from '../security/rate-limit.js'
 import { resolveWebhooks } from './webhooks.js'
 import type { ResolvedWebhooks, WebhooksOptions } from './webhooks.js'
+import type { ShownChange } from './present.js'
 
 export interface ChangesOptions {
   /** How long changes are kept: milliseconds or a duration such as `7 days`. Default 7 days. */
@@ -20,6 +21,13 @@ export interface ChangesOptions {
   readonly nats?: NatsChangesOptions | undefined
   /** Webhooks: `{prefix}/webhooks`, callers' subscriptions, each change POSTed to them (docs/changes.md "Webhooks"). Default: off. */
   readonly webhooks?: WebhooksOptions | undefined
+  /**
+   * An in-process consumer (docs/changes.md "In-process consumers"): called on every instance with
+   * each change committed after the app is ready, on any instance, in commit order, one at a time,
+   * as the admin sees it. A call that throws is logged and made again with the same change after
+   * a pause (1 s, doubling up to 30 s): catch what should be skipped. Default: none.
+   */
+  readonly onChange?: ((change: ShownChange) => void | Promise<void>) | undefined
 }
 
 export interface NatsChangesOptions {
@@ -46,9 +54,10 @@ export interface ResolvedChanges {
   readonly heartbeat: number
   readonly nats: ResolvedNats | null
   readonly webhooks: ResolvedWebhooks | null
+  readonly onChange: ((change: ShownChange) => void | Promise<void>) | null
 }
 
-const changesKeys = knownKeys({ retention: true, pollInterval: true, heartbeat: true, nats: true, webhooks: true } satisfies Record<keyof ChangesOptions, true>)
+const changesKeys = knownKeys({ retention: true, pollInterval: true, heartbeat: true, nats: true, webhooks: true, onChange: true } satisfies Record<keyof ChangesOptions, true>)
 const natsKeys = knownKeys({ url: true, stream: true, subjectPrefix: true, connection: true } satisfies Record<keyof NatsChangesOptions, true>)
 
 // JetStream's names: a stream name is one token of these characters; a subject, tokens joined by dots.
@@ -80,7 +89,7 @@ function resolveNats (value: unknown): ResolvedNats | null {
 /** `true` or an object serves the feed; `false` or nothing does not. */
 export function resolveChanges (value: unknown): ResolvedChanges | null {
   if (value === undefined || value === false) return null
-  if (value !== true && (typeof value !== 'object' || value === null)) throw new OptionsInvalidError(`changes must be a boolean or an object { retention?, pollInterval?, heartbeat?, nats?, webhooks? }, received ${JSON.stringify(value)}`)
+  if (value !== true && (typeof value !== 'object' || value === null)) throw new OptionsInvalidError(`changes must be a boolean or an object { retention?, pollInterval?, heartbeat?, nats?, webhooks?, onChange? }, received ${JSON.stringify(value)}`)
   const given = (value === true ? {} : value) as Record<string, unknown>
   refuseUnknownKeys(given, changesKeys, 'changes')
   const duration = (name: keyof ChangesOptions, fallback: number | string) => {
@@ -88,5 +97,14 @@ export function resolveChanges (value: unknown): ResolvedChanges | null {
     if (ms === undefined) throw new OptionsInvalidError(`changes.${name} must be positive milliseconds or a duration such as '7 days', received ${JSON.stringify(given[name])}`)
     return ms
   }
-  return Object.freeze({ retention: duration('retention', '7 days'), pollInterval: duration('pollInterval', 500), heartbeat: duration('heartbeat', 15000), nats: resolveNats(given.nats), webhooks: resolveWebhooks(given.webhooks) })
+  const onChange = given.onChange ?? null
+  if (onChange !== null && typeof onChange !== 'function') throw new OptionsInvalidError(`changes.onChange must be a function of the change, received ${JSON.stringify(onChange)}`)
+  return Object.freeze({
+    retention: duration('retention', '7 days'),
+    pollInterval: duration('pollInterval', 500),
+    heartbeat: duration('heartbeat', 15000),
+    nats: resolveNats(given.nats),
+    webhooks: resolveWebhooks(given.webhooks),
+    onChange: onChange as ResolvedChanges['onChange']
+  })
 }

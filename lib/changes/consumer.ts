@@ -1,0 +1,53 @@
+// The `changes.onChange` hook (docs/changes.md "In-process consumers"): each instance follows the
+// log from the head it finds when the app is ready, and calls the hook with every change after it,
+// its own instance's and the others', in commit order, one call at a time. A call that throws is
+// logged and made again with the same change after a pause, so a change is never skipped.
+import type { FastifyBaseLogger } from 'fastify'
+import type { ChangeRecord, Store } from '../stores/store.js'
+import type { ShownChange } from './present.js'
+import { pause, retryPauses, tailLog } from './tail.js'
+import type { Wakeups } from './wakeups.js'
+
+export interface Consumer {
+  /** Starts following the log (the app is ready); returns at once. */
+  readonly start: () => void
+  /** Stops after the call in flight. */
+  readonly stop: () => Promise<void>
+}
+
+export function changeConsumer (onChange: (change: ShownChange) => void | Promise<void>, log: Required<Pick<Store, 'readChanges'>>, wakeups: Wakeups,
+  present: (change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger): Consumer {
+  const stopping = new AbortController()
+  let running: Promise<void> | null = null
+
+  async function run () {
+    // Null until the head is read: a store unreachable at start is retried like a failing call.
+    let after: bigint | null = null
+    let retry = retryPauses.first
+    while (!stopping.signal.aborted) {
+      try {
+        after ??= BigInt((await log.readChanges({ after: null, limit: 0, resources: null })).head)
+        for await (const change of tailLog(log, wakeups, { after, signal: stopping.signal })) {
+          const shown = present(change)
+          if (shown !== null) await onChange(shown)
+          after = BigInt(change.position)
+          retry = retryPauses.first
+        }
+      } catch (error) {
+        logger.warn({ err: error, after: after === null ? null : String(after), retryInMs: retry }, 'api-conventions: the changes.onChange hook (or reading the change log) failed; trying again')
+        await pause(retry, stopping.signal)
+        retry = Math.min(retry * 2, retryPauses.last)
+      }
+    }
+  }
+
+  return {
+    start () {
+      running = run()
+    },
+    async stop () {
+      stopping.abort()
+      await running
+    }
+  }
+}

@@ -1,0 +1,55 @@
+// Following the change log in position order (docs/changes.md): what the NATS publisher and the
+// host's in-process readers (`app.apiChanges`) share. Reads a batch after the last position seen,
+// and at the head waits for a wake-up (a commit on this instance, or another's found by polling).
+import { ChangesExpiredError } from '../errors.js'
+import type { ChangeRecord, Store } from '../stores/store.js'
+import type { Wakeups } from './wakeups.js'
+
+const batchSize = 100
+/** The longest wait for a wake-up before reading the log again anyway. */
+const idleWait = 30_000
+/** After a failure, a follower of the log pauses this long first, doubled after each one up to `last`. */
+export const retryPauses = { first: 1000, last: 30_000 }
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function pause (ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise(resolve => {
+    const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve() }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done)
+  })
+}
+
+export interface TailOptions {
+  /** The position to follow from; null: the oldest change kept. */
+  readonly after: bigint | null
+  readonly resources?: readonly string[] | null
+  /** Ends the tail (at the next read or wait). */
+  readonly signal: AbortSignal
+  /** Called each time the tail has caught up with the head. */
+  readonly caughtUp?: () => void
+  /** A reader left behind by the purge fails with 410 changes-expired, rather than skip what was purged. */
+  readonly expires?: boolean
+}
+
+/** The changes after `after`, in order, waiting at the head for more, until `signal` aborts. */
+export async function * tailLog (log: Required<Pick<Store, 'readChanges'>>, wakeups: Wakeups, options: TailOptions): AsyncGenerator<ChangeRecord, void, undefined> {
+  const { signal, resources = null, caughtUp, expires = false } = options
+  let after = options.after
+  while (!signal.aborted) {
+    const found = await log.readChanges({ after, limit: batchSize, resources })
+    if (expires && after !== null && after < BigInt(found.purgedThrough)) {
+      throw new ChangesExpiredError(`The change log no longer keeps the changes after position ${after}: read the collections again, then follow from the head.`)
+    }
+    for (const change of found.changes) {
+      yield change
+      after = BigInt(change.position)
+    }
+    if (found.hasMore) continue
+    caughtUp?.()
+    // The read saw every change up to the head (one snapshot), also those of other resources: go on from there.
+    const head = BigInt(found.head)
+    if (after === null || head > after) after = head
+    await wakeups.next(found.head, Date.now() + idleWait, signal)
+  }
+}
