@@ -2,9 +2,9 @@
 // docs/aggregates.md), over HTTP on each store it runs on: memory, PGlite in a fresh DATA_DIR, and
 // PostgreSQL when DATABASE_URL is set (in a schema of its own, dropped afterwards). Each sentence
 // of the paragraph has its test: the contract's example, aggregate without groupby, average of no
-// values, a relation path, sort, paging and total over groups, each refusal (400 naming apply,
-// with the position), and the row and field rules of reviews for bob, alice and the admin; and a
-// store without aggregate.
+// values, a relation path, sort, paging and total over groups, filter() of the groups after the
+// grouping (HAVING) with its paging and total, each refusal (400 naming apply, with the position),
+// and the row and field rules of reviews for bob, alice and the admin; and a store without aggregate.
 import t from 'tap'
 import { placeFor, places } from './helpers/demo-http.js'
 import { buildApp } from './helpers/app.js'
@@ -120,6 +120,40 @@ for (const where of places('demo-aggregates')) {
       t.same([one.body.data.books, one.body.meta.total], [[{ n: 6 }], 1])
     })
 
+    t.test('filter(…) after the grouping keeps the groups it holds for (HAVING): on aliases and grouping values', async t => {
+      const having = 'groupby((authorId),aggregate($count as n,rating with average as avgRating))/filter(n ge 2 and avgRating gt 3)'
+      const res = await get(`/v1/books?apply=${q(having)}`)
+      t.equal(res.status, 200)
+      const expected: Record<string, Json> = {
+        [frame.id]: { authorId: frame.id, n: 3, avgRating: frameAverage },
+        [lem.id]: { authorId: lem.id, n: 2, avgRating: 4.2 }
+      }
+      t.same(res.body.data.books, [frame.id, lem.id].sort().map(id => expected[id]), 'the anonymous author\'s one book with no rating is filtered out')
+      const sorted = await get(`/v1/books?apply=${q(having)}&sort=-avgRating&pageSize=1&total=true`)
+      t.same([sorted.body.data.books, sorted.body.meta.total], [[expected[lem.id]], 2], 'sort, paging and total over the groups that remain')
+      const next = sorted.body.links.find((link: Json) => link.rel === 'next')
+      t.same((await get(next.href)).body.data.books, [expected[frame.id]])
+      const past = await get(`/v1/books?apply=${q(having)}&pageSize=1&offset=5`)
+      t.same([past.body.data.books, past.body.links.find((link: Json) => link.rel === 'prev').href], [[], `/v1/books?apply=${q(having)}&pageSize=1&offset=1`], 'past the end, prev names the last page of the groups that remain')
+      const steps = await get(`/v1/books?apply=${q('groupby((authorId),aggregate($count as n,rating with average as avgRating))/filter(n ge 2)/filter(avgRating gt 4.18)')}`)
+      t.same(steps.body.data.books, [expected[lem.id]], 'two filter() steps after the grouping: groups that match both')
+      const country = await get(`/v1/books?apply=${q("filter(year ne null)/groupby((author/country),aggregate(year with min as first))/filter(author.country ne null and first lt 1960 or author/country eq 'PL')")}`)
+      t.same(country.body.data.books, [{ author: { country: 'NZ' }, first: 1957 }, { author: { country: 'PL' }, first: 1961 }], 'a relation\'s grouping value by its path, either way written; before and after the grouping')
+      const values = await get(`/v1/books?apply=${q('groupby((year))/filter(year gt 1960 and year ne 1965 or year eq null)')}&total=true`)
+      t.same([values.body.data.books, values.body.meta.total], [[{ year: null }, { year: 1961 }, { year: 1963 }], 3], 'groupby without aggregate')
+    })
+
+    t.test('filter(…) after aggregate(…) alone: its one group, or none', async t => {
+      const kept = await get(`/v1/books?apply=${q('aggregate($count as n,rating with max as best)/filter(n gt 1 and best ge 4.5)')}&total=true`)
+      t.same([kept.status, kept.body.data.books, kept.body.meta.total], [200, [{ n: 6, best: 4.5 }], 1])
+      const none = await get(`/v1/books?apply=${q('aggregate($count as n)/filter(n gt 6)')}&total=true`)
+      t.same([none.status, none.body.data.books, none.body.meta.total], [200, [], 0], 'filtered out: an empty list')
+      const nested = await get(`/v1/authors/${lem.id}/books?apply=${q('filter(rating eq null)/aggregate($count as n,rating with average as avg)/filter(avg eq null)')}`)
+      t.same(nested.body.data.books, [{ n: 1, avg: null }], 'a nested collection; an average of no values compares as null')
+      const past = await get(`/v1/books?apply=${q('aggregate($count as n)/filter(n gt 1)')}&offset=3&pageSize=2`)
+      t.same([past.body.data.books, past.body.links.find((link: Json) => link.rel === 'prev').href], [[], `/v1/books?apply=${q('aggregate($count as n)/filter(n gt 1)')}&pageSize=2&offset=0`])
+    })
+
     t.test('a nested collection aggregates its parent\'s children', async t => {
       const res = await get(`/v1/authors/${frame.id}/books?apply=${q('aggregate($count as n,rating with min as lowest)')}`)
       t.same([res.status, res.body.data.books], [200, [{ n: 3, lowest: gardens }]])
@@ -136,7 +170,17 @@ for (const where of places('demo-aggregates')) {
         ['aggregate(available with max as s)', "max needs values with an order, and 'available' is boolean at position 25"],
         ['filter(year gt)/aggregate($count as n)', "expected a value after 'gt' in filter() at position 14"],
         ['filter(nope eq 1)/aggregate($count as n)', "unknown field 'nope' in filter() at position 7"],
-        ['aggregate($count as n)/filter(n gt 1)', 'filter() after groupby() or aggregate() is not supported at position 23'],
+        ['aggregate($count as n)/filter(n gt 1)/groupby((year))', 'groupby() after groupby() or aggregate() is not supported at position 38'],
+        ['groupby((year))/aggregate($count as n)', 'aggregate() after groupby() or aggregate() is not supported at position 16'],
+        ["groupby((authorId),aggregate($count as n))/filter(n gt 1 and title eq 'x')", "'title' is neither a grouping value nor an alias: after the grouping, filter() may name authorId, n at position 61"],
+        ['groupby((author/country))/filter(author/name eq null)', "'author/name' is neither a grouping value nor an alias: after the grouping, filter() may name author/country at position 33"],
+        ['groupby((authorId),aggregate($count as n))/filter(n gt)', "expected a value after 'gt' in filter() at position 54"],
+        ["aggregate($count as n)/filter(n eq 'x')", "'n' is an integer and cannot be compared with 'x' in filter() at position 30"],
+        ['groupby((authorId))/filter(books/any())', "any() needs a 'many' relation, and 'books' is none in filter() at position 27"],
+        ['aggregate($count as n)/filter($count gt 1)', "'$count' is not supported in filter() at position 30"],
+        ['filter($it/year gt 1)/aggregate($count as n)', "'$it' is not supported in filter() at position 7"],
+        ['aggregate($count as n)/filter(n gt 1', "expected ')' closing filter( at position 36"],
+        ['aggregate($count as n)/', 'expected a transformation: aggregate, groupby or filter, found end of apply at position 23'],
         ['filter(year gt 1)', 'expected aggregate(…) or groupby(…) after the filters at position 17'],
         ['groupby((reviews/rating))', "'reviews/rating' follows a 'many' relation; group by a field of a 'one' relation at position 9"],
         ['aggregate($count as title)', "the alias 'title' is taken: name it apart from the fields, relations and other aliases at position 20"],
@@ -187,6 +231,11 @@ for (const where of places('demo-aggregates')) {
       t.same([hidden.status, refusal(hidden.body)], [400, ["apply: unknown field 'moderatorNote' at position 9"]])
       const counted = await get(`/v1/reviews?apply=${q('aggregate(moderatorNote with countdistinct as notes)')}`, 'bob')
       t.same([counted.status, refusal(counted.body)], [400, ["apply: unknown field 'moderatorNote' at position 10"]])
+      const twice = q(`filter(bookId eq '${book}')/groupby((bookId),aggregate($count as n))/filter(n ge 2)`)
+      t.same((await get(`/v1/reviews?apply=${twice}`, 'bob')).body.data.reviews, [], 'after the grouping too, bob\'s group holds his rows only')
+      t.same((await get(`/v1/reviews?apply=${twice}`, 'alice')).body.data.reviews, [{ bookId: book, n: 2 }])
+      const note = await get(`/v1/reviews?apply=${q('groupby((bookId),aggregate($count as n))/filter(moderatorNote eq null)')}`, 'admin')
+      t.same([note.status, refusal(note.body)], [400, ["apply: 'moderatorNote' is neither a grouping value nor an alias: after the grouping, filter() may name bookId, n at position 48"]], 'a record\'s field is none of the groups\'')
       const admin = await get(`/v1/reviews?apply=${q('groupby((moderatorNote),aggregate($count as n))')}`, 'admin')
       t.same([admin.status, admin.body.data.reviews], [200, [{ moderatorNote: null, n: 2 }]])
     })

@@ -134,6 +134,7 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
         filter: filter === null ? aggregation.filter : aggregation.filter === null ? filter : { kind: 'and', left: filter, right: aggregation.filter },
         groupBy: aggregation.groupBy,
         aggregates: aggregation.aggregates,
+        having: aggregation.having,
         sort: groupKeys,
         // No token comes with apply (notWithApply): the window is an offset.
         offset: (paging.window as Extract<PageWindow, { kind: 'offset' }>).offset,

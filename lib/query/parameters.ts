@@ -277,8 +277,9 @@ const filter: Entry<FilterReading> = name => ({
 })
 
 // Short: it is repeated on every LIST of the document (docs/aggregates.md has the rest).
-const applyGrammar = 'OData $apply: filter(…) steps, then aggregate(…) or groupby((field,relation/field),aggregate(…)); aggregates: ' +
-  '$count as a, field with sum|average|min|max|countdistinct as a. One object per group instead of records. Not with fields, expand, include, token.'
+const applyGrammar = 'OData $apply: filter(…) steps, then aggregate(…) or groupby((field,relation/field),aggregate(…)), then filter(…) of the groups ' +
+  '(HAVING: grouping values, aliases); aggregates: $count as a, field with sum|average|min|max|countdistinct as a. One object per group instead of records. ' +
+  'Not with fields, expand, include, token.'
 
 /** `apply=` as sent, and what it asks (null when it is malformed: a problem says why). */
 export interface ApplyReading { readonly text: string, readonly aggregation: Aggregation | null }

@@ -1,15 +1,16 @@
 // Property (docs/aggregates.md: "results equal on every store"): random `apply=` group-bys and
 // aggregates of random books, parsed and checked as LIST reads them, give the same page of groups
 // on the memory store and on PostgreSQL (PGlite when DATABASE_URL is not set): grouping values,
-// counts, sums and averages of fractional numbers to the bit, min and max, countdistinct, sort,
-// offset, limit and total, through a view whose authors are partly hidden (a hidden parent groups
-// as null). AGGREGATE_SEED=<n> replays one run.
+// counts, sums and averages of fractional numbers to the bit, min and max, countdistinct, random
+// filter() steps of the groups after the grouping (HAVING) on grouping values and aliases of every
+// type, sort, offset, limit and total, through a view whose authors are partly hidden (a hidden
+// parent groups as null). AGGREGATE_SEED=<n> replays one run.
 import t from 'tap'
 import fc from 'fast-check'
 import { memoryStore } from '../../lib/stores/memory.js'
 import { pgliteStore, postgresStore } from '../../lib/stores/sql/index.js'
 import type { Store } from '../../lib/index.js'
-import type { View } from '../../lib/registry/model.js'
+import type { FieldType, View } from '../../lib/registry/model.js'
 import { parseApply } from '../../lib/query/apply/parser.js'
 import type { AggregateQuery, GroupSortKey } from '../../lib/query/apply/ast.js'
 import { repoint, suiteModels, viewOf } from '../stores/conformance.js'
@@ -62,8 +63,41 @@ const aggregateArb = fc.oneof(
 )
 const filterArb = fc.constantFrom(null, 'year gt 2000', 'rating ne null', "author/country eq 'NZ'", "title ne 'b'")
 
+// A condition on a member of each type, `pick` choosing the operator and the value.
+const operators = ['eq', 'ne', 'gt', 'ge', 'lt', 'le']
+const conditions: Readonly<Record<FieldType, ReadonlyArray<(name: string, op: string) => string>>> = {
+  integer: ['1', '2', '3', '2001', '-5', '1e15', 'null', '2.5'].map(value => (name, op) => `${name} ${op} ${value}`),
+  number: ['0.2', '0.3', '0.30000000000000004', '-1.5', '4.5', '1', '1e15', 'null'].map(value => (name, op) => `${name} ${op} ${value}`),
+  string: [
+    ...["'Alpha'", "'b'", "'NZ'", "'a2'", "'Zeta'", 'null'].map(value => (name: string, op: string) => `${name} ${op} ${value}`),
+    name => `contains(${name},'a')`,
+    (name, op) => `length(${name}) ${op} 4`,
+    (name, op) => `tolower(${name}) ${op} 'alpha'`
+  ],
+  boolean: [name => name, name => `not ${name}`, (name, op) => `${name} ${op === 'eq' || op === 'ne' ? op : 'eq'} false`],
+  date: ['1950-03-01', '1899-12-31', '2001-01-01', 'null'].map(value => (name: string, op: string) => `${name} ${op} ${value}`).concat((name, op) => `year(${name}) ${op} 1950`),
+  datetime: ['2020-01-01T10:00:00Z', '2019-06-30T23:59:59.999Z', '2020-01-01', 'null'].map(value => (name: string, op: string) => `${name} ${op} ${value}`).concat((name, op) => `month(${name}) ${op} 6`),
+  json: []
+}
+const havingArb = fc.array(fc.record({ member: fc.nat(7), pick: fc.nat(1000), negate: fc.boolean(), or: fc.boolean(), step: fc.boolean() }), { maxLength: 3 })
+
+/** filter() steps of the groups (none, one or two): conditions on `members`, joined by and/or, some negated. */
+function havingSteps (members: ReadonlyArray<{ name: string, type: FieldType }>, picks: ReadonlyArray<{ member: number, pick: number, negate: boolean, or: boolean, step: boolean }>): string[] {
+  const steps: string[][] = []
+  for (const { member, pick, negate, or, step } of picks) {
+    const { name, type } = members[member % members.length]
+    const forms = conditions[type]
+    const condition = forms[pick % forms.length](name, operators[Math.floor(pick / forms.length) % operators.length])
+    const written = negate ? `not (${condition})` : condition
+    if (steps.length === 0 || step) steps.push([written])
+    else steps[steps.length - 1].push(or ? 'or' : 'and', written)
+  }
+  return steps.map(step => `filter(${step.join(' ')})`)
+}
+
 const applyArb = fc.record({
   filter: filterArb,
+  having: havingArb,
   groupBy: fc.subarray(groupable, { maxLength: 3 }),
   aggregates: fc.array(aggregateArb, { maxLength: 4 }),
   sort: fc.array(fc.tuple(fc.nat(7), fc.boolean()), { maxLength: 3 }),
@@ -98,7 +132,8 @@ await t.test('random group-bys of random books agree with the memory store', asy
       ...(options.filter === null ? [] : [`filter(${options.filter})`]),
       options.groupBy.length === 0 ? `aggregate(${aggregates.join(',')})` : `groupby((${options.groupBy.join(',')})${aggregates.length === 0 ? '' : `,aggregate(${aggregates.join(',')})`})`
     ]
-    const text = steps.join('/')
+    const members = [...parseApply(steps.join('/'), mem.books).groups.fields.values()]
+    const text = [...steps, ...havingSteps(members, options.having)].join('/')
     const queryOf = (view: View): AggregateQuery => {
       const aggregation = parseApply(text, view)
       const members = [...aggregation.groups.fields.keys()]
@@ -108,12 +143,12 @@ await t.test('random group-bys of random books agree with the memory store', asy
         if (!sort.some(key => key.name === name)) sort.push({ name, direction: descending ? 'desc' : 'asc' })
       }
       for (const key of aggregation.groupBy) if (!sort.some(sorted => sorted.name === key.name)) sort.push({ name: key.name, direction: 'asc' })
-      return { filter: aggregation.filter, groupBy: aggregation.groupBy, aggregates: aggregation.aggregates, sort, offset: options.offset, limit: options.limit, total: options.total }
+      return { filter: aggregation.filter, groupBy: aggregation.groupBy, aggregates: aggregation.aggregates, having: aggregation.having, sort, offset: options.offset, limit: options.limit, total: options.total }
     }
     const sqlView = booksView(sql, options.hideGB)
     const memView = booksView(mem, options.hideGB)
     const actual = await (store.aggregate as NonNullable<Store['aggregate']>)(sqlView, queryOf(sqlView))
     const expected = await (memory.aggregate as NonNullable<Store['aggregate']>)(memView, queryOf(memView))
-    t.strictSame(actual, expected, `${text} ${JSON.stringify({ ...options, groupBy: undefined, aggregates: undefined, filter: undefined })}`)
+    t.strictSame(actual, expected, `${text} ${JSON.stringify({ ...options, groupBy: undefined, aggregates: undefined, filter: undefined, having: undefined })}`)
   }), { numRuns: 100, seed })
 })

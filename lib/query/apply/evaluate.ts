@@ -1,8 +1,9 @@
 // `apply=` run over records in memory (the memory store's aggregate), with the results the SQL
 // store's GROUP BY gives (stores/sql/aggregate.ts): NULL grouping values form one group; sums add
 // in id order from the first value, as PostgreSQL's sum(… ORDER BY id) does, so sums and
-// averages of fractional numbers come out to the same bits; min and max in sort order.
-import { sortCompare } from '../filter/evaluate.js'
+// averages of fractional numbers come out to the same bits; min and max in sort order; the groups
+// filtered as records are (filter/evaluate.ts), each path a member.
+import { compilePredicate, sortCompare } from '../filter/evaluate.js'
 import { memberOf, setMember } from './ast.js'
 import type { Aggregate, AggregateQuery, GroupPage } from './ast.js'
 
@@ -48,12 +49,14 @@ export function aggregateRecords (records: Iterable<Record_>, query: AggregateQu
     if (group === undefined) byKey.set(key, group = { values, members: [] })
     group.members.push(record)
   }
-  const groups = [...byKey.values()].map(({ values, members }) => {
+  const all = [...byKey.values()].map(({ values, members }) => {
     const group: Record<string, unknown> = {}
     query.groupBy.forEach((key, i) => setMember(group, key.path, values[i]))
     for (const aggregate of query.aggregates) group[aggregate.alias] = valueOf(aggregate, members)
     return group
   })
+  const having = query.having === null ? null : compilePredicate(query.having, (group, path) => [memberOf(group, path[0])])
+  const groups = having === null ? all : all.filter(having)
   // The first key on which two groups differ orders them; the sort is total (AggregateQuery), so there is one.
   groups.sort((a, b) => {
     let order = 0

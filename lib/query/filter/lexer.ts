@@ -1,29 +1,34 @@
-// Tokenizer for `filter=` (spec "Advanced filtering (`filter`)", OData 4.01 $filter subset): literals,
-// property paths and punctuation, each with its character offset so errors can point at it.
+// Tokenizer for `filter=` (spec "Advanced filtering (`filter`)", OData 4.01 $filter subset) and for
+// `apply=`, whose filter(…) steps are filter's tokens among its own: literals, property paths,
+// `$` names and punctuation, each with its character offset so errors can point at it.
 import type { Literal } from './ast.js'
 import { isDate, isDateTime } from '../../values/iso-date.js'
 
 /** Malformed filter text; `position` is the 0-based character offset of the problem. */
 export class FilterSyntaxError extends Error {
   readonly position: number
+  /** The message without the position it may end with: apply= says where in its text a filter's problem is. */
+  readonly reason: string
 
-  constructor (message: string, position: number) {
+  constructor (reason: string, position: number, message = reason) {
     super(message)
     this.name = 'FilterSyntaxError'
     this.position = position
+    this.reason = reason
   }
 }
 
 /** An error whose message ends with the position, as clients see it in the 400 response. */
-export function syntaxError (message: string, position: number): FilterSyntaxError {
-  return new FilterSyntaxError(`${message} at position ${position}`, position)
+export function syntaxError (reason: string, position: number): FilterSyntaxError {
+  return new FilterSyntaxError(reason, position, `${reason} at position ${position}`)
 }
 
-export type Punct = '(' | ')' | ',' | ':'
+/** `/` outside a path separates apply='s transformations; in a filter it is out of place. */
+export type Punct = '(' | ')' | ',' | ':' | '/'
 
 export type Token =
   | { readonly kind: 'punct', readonly text: Punct, readonly position: number }
-  /** An identifier or a path (`author/name`, `author.name`); keywords are names too. */
+  /** An identifier or a path (`author/name`, `author.name`); keywords are names too, and `$count`, `$it`. */
   | { readonly kind: 'name', readonly text: string, readonly path: readonly string[], readonly position: number }
   | { readonly kind: 'literal', readonly text: string, readonly literal: Literal, readonly position: number }
   | { readonly kind: 'end', readonly text: '', readonly position: number }
@@ -40,7 +45,8 @@ const DATE_LIKE = /\d{4}-\d{2}-\d{2}(?:T[\d:.+\-Z]*)?/y
 const NUMBER = /[-+]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y
 const NAME = /[A-Za-z_]\w*(?:[/.][A-Za-z_]\w*)*/y
 const WORD_CHAR = /\w/
-// `$it`, `$root`, `$this` and `@alias`: OData names the lexer knows only to refuse by name.
+// `$count`, `$it`, `$root`: OData's `$` names, left to the parser, which knows where one belongs;
+// `@alias`, refused here by name.
 const SPECIAL = /[$@]\w*/y
 
 function matchAt (pattern: RegExp, text: string, position: number): string | undefined {
@@ -62,7 +68,7 @@ export function tokenize (text: string): Token[] {
     const c = text[i]
     if (c === ' ' || c === '\t') {
       i++
-    } else if (c === '(' || c === ')' || c === ',' || c === ':') {
+    } else if (c === '(' || c === ')' || c === ',' || c === ':' || c === '/') {
       tokens.push({ kind: 'punct', text: c, position: i })
       i++
     } else if (c === "'") {
@@ -124,7 +130,8 @@ function readWord (text: string, start: number): Token {
   }
   const special = matchAt(SPECIAL, text, start)
   if (special !== undefined && special.length > 1) {
-    throw syntaxError(special.startsWith('@') ? `parameter aliases ('${special}') are not supported` : `'${special}' is not supported`, start)
+    if (special.startsWith('@')) throw syntaxError(`parameter aliases ('${special}') are not supported`, start)
+    return { kind: 'name', text: special, path: [special], position: start }
   }
   // Spread splits by code point, so a character outside the BMP is quoted whole.
   throw syntaxError(`unexpected character '${[...text.slice(start, start + 2)][0]}'`, start)
@@ -135,4 +142,15 @@ function checkDelimited (text: string, position: number): void {
   if (WORD_CHAR.test(text.charAt(position))) {
     throw syntaxError(`unexpected character '${text[position]}'`, position)
   }
+}
+
+export function isPunct (token: Token, text: Punct): boolean {
+  return token.kind === 'punct' && token.text === text
+}
+
+/** A token as messages quote it; the end as the end of `what` (filter, apply). */
+export function describe (token: Token, what: string): string {
+  if (token.kind === 'end') return `end of ${what}`
+  // A string literal shows its own quotes.
+  return token.kind === 'literal' && token.literal.type === 'string' ? token.text : `'${token.text}'`
 }

@@ -2,7 +2,7 @@
 // $filter subset, into the AST of ast.ts. Syntax only; check.ts knows the fields and types.
 import { FUNCTIONS, isCallName } from './ast.js'
 import type { ComparisonOperator, FilterNode, Literal, Operand } from './ast.js'
-import { FilterSyntaxError, syntaxError, tokenize } from './lexer.js'
+import { describe as describeAs, FilterSyntaxError, isPunct, syntaxError, tokenize } from './lexer.js'
 import type { Punct, Token } from './lexer.js'
 
 export { FilterSyntaxError }
@@ -39,14 +39,11 @@ function quantifierOf (token: Token): string {
   return last === 'any' || last === 'all' ? last : ''
 }
 
-function isPunct (token: Token, text: Punct): boolean {
-  return token.kind === 'punct' && token.text === text
-}
+const describe = (token: Token): string => describeAs(token, 'filter')
 
-function describe (token: Token): string {
-  if (token.kind === 'end') return 'end of filter'
-  // A string literal shows its own quotes.
-  return token.kind === 'literal' && token.literal.type === 'string' ? token.text : `'${token.text}'`
+/** `$it`, `$root`, `$count`…: OData names this language does not take, refused by name. */
+function refuseDollar (token: Token): void {
+  if (token.kind === 'name' && token.text.startsWith('$')) throw syntaxError(`'${token.text}' is not supported`, token.position)
 }
 
 const TRUE: Literal = { kind: 'literal', type: 'boolean', value: true }
@@ -63,11 +60,21 @@ const FALSE: Literal = { kind: 'literal', type: 'boolean', value: false }
  * pass when it is true).
  */
 export function parseFilter (text: string, limits: FilterLimits = {}): FilterNode {
-  const maxLength = limits.maxLength ?? 2000
-  const maxDepth = limits.maxDepth ?? 32
+  const maxLength = limits.maxLength ?? MAX_FILTER_LENGTH
   if (text.length > maxLength) throw new FilterSyntaxError(`filter is longer than ${maxLength} characters`, maxLength)
+  return parseFilterTokens(tokenize(text), limits)
+}
 
-  const tokens = tokenize(text)
+/** The default of FilterLimits.maxLength. */
+export const MAX_FILTER_LENGTH = 2000
+
+/**
+ * A filter read from tokens that end with an `end` token: parseFilter's, or the part of apply='s
+ * tokens inside one of its filter(…) steps (query/apply/parser.ts), whose positions are in the
+ * whole text. Only `maxDepth` of the limits applies: a length is the text's.
+ */
+export function parseFilterTokens (tokens: readonly Token[], limits: FilterLimits = {}): FilterNode {
+  const maxDepth = limits.maxDepth ?? 32
   let index = 0
   // Every recursive rule goes through enter(), so maxDepth also bounds the parser's stack.
   // and/or chains are read in a loop and do not count: a flat list of 40 `or`s is not nested.
@@ -161,6 +168,7 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
       return { kind: 'lambda', quantifier, path, variable: '', predicate: null }
     }
     const variableToken = peek()
+    refuseDollar(variableToken)
     const variable = wordOf(variableToken) === '' || isOperator(wordOf(variableToken)) ? '' : (variableToken as Extract<Token, { kind: 'name' }>).text
     if (variable === '') throw syntaxError(`expected a lambda variable after '${token.text}(', e.g. ${token.text}(x: …)`, variableToken.position)
     index++
@@ -222,6 +230,7 @@ export function parseFilter (text: string, limits: FilterLimits = {}): FilterNod
       index++
       return token.literal
     }
+    refuseDollar(token)
     if (token.kind === 'name' && !isOperator(wordOf(token))) {
       const next = tokens[index + 1]
       if (next.kind === 'literal' && next.literal.type === 'string' && next.position === token.position + token.text.length) {

@@ -1,11 +1,13 @@
 // `apply=` as one statement (query/apply/ast.ts AggregateQuery): the view's matching rows, a
 // `one` relation's visible target LEFT JOINed for each path grouped by, GROUP BY the grouping
-// values, a page of groups in the asked order. The memory store's results (query/apply/evaluate.ts)
-// are the same: NULL is lowest in every order, sums of fractional numbers add in id order
-// (`sum(x ORDER BY id)`, which no parallel plan reorders), averages divide that sum by the count.
+// values; of those groups, a derived table, the ones the filter() steps after the grouping keep
+// (SQL's HAVING, as a WHERE), a page in the asked order. The memory store's results
+// (query/apply/evaluate.ts) are the same: NULL is lowest in every order, sums of fractional numbers
+// add in id order (`sum(x ORDER BY id)`, which no parallel plan reorders), averages divide that
+// sum by the count.
 import type { View, ViewRelation } from '../../registry/model.js'
 import type { Aggregate, AggregateQuery, GroupKey } from '../../query/apply/ast.js'
-import { setMember } from '../../query/apply/ast.js'
+import { groupsView, setMember } from '../../query/apply/ast.js'
 import { compileFilter } from './compile.js'
 import type { CompileContext } from './compile.js'
 import { ident, join, raw, sql } from './sql.js'
@@ -71,22 +73,31 @@ export function compileAggregate (table: Table, query: AggregateQuery, context: 
   }
   const aggregates = query.aggregates.map(aggregateExpression)
 
-  const select = join([
-    ...groups.map((ref, i) => output(ref, query.groupBy[i].type)),
-    ...aggregates.map((expression, i) => output(expression, query.aggregates[i].type))
-  ], ', ')
-  const byName = new Map<string, Sql>([
-    ...query.groupBy.map((key, i) => [key.name, groups[i]] as const),
-    ...query.aggregates.map((aggregate, i) => [aggregate.alias, aggregates[i]] as const)
-  ])
+  // The groups as a table of their own, `t0` of the outer statement, a column `c0`, `c1`… per
+  // member: a filter of the groups compiles as any filter does, its paths the members' columns.
+  const members = groupsView(view, query.groupBy, query.aggregates)
+  const fields = [...members.fields.values()]
+  const columns = new Map(fields.map((field, i) => [field.name, { field, name: `c${i}`, canBeNull: true }]))
+  const grouped: Table = { ...table, model: members, columns }
+  const expressions = [...groups, ...aggregates]
+  const position = new Map(fields.map((field, i) => [field.name, i]))
   // NULL sorts lowest (spec "Sorting" 3).
-  const order = query.sort.map(key => sql`${byName.get(key.name) as Sql} ${raw(key.direction === 'asc' ? 'ASC NULLS FIRST' : 'DESC NULLS LAST')}`)
-  const from = sql`${table.ref} AS ${ident(MAIN)}${join(joins, '')}${where.length === 0 ? raw('') : sql` WHERE ${join(where, ' AND ')}`}`
-  const grouped = groups.length === 0 ? raw('') : sql` GROUP BY ${join(groups, ', ')}`
-  const ordered = order.length === 0 ? raw('') : sql` ORDER BY ${join(order, ', ')}`
+  const orderBy = (member: (i: number) => Sql): Sql => query.sort.length === 0
+    ? raw('')
+    : sql` ORDER BY ${join(query.sort.map(key => sql`${member(position.get(key.name) as number)} ${raw(key.direction === 'asc' ? 'ASC NULLS FIRST' : 'DESC NULLS LAST')}`), ', ')}`
+  const memberColumn = (i: number) => columnRef(MAIN, column(grouped, fields[i].name))
+  const inner = join(expressions.map((expression, i) => sql`${expression} AS ${ident(`c${i}`)}`), ', ')
+  const filtered = where.length === 0 ? raw('') : sql` WHERE ${join(where, ' AND ')}`
+  const groupBy = groups.length === 0 ? raw('') : sql` GROUP BY ${join(groups, ', ')}`
+  const having = query.having === null ? raw('') : sql` WHERE ${compileFilter(grouped, query.having, context, members)}`
+  const rows = (order: Sql) => sql`(SELECT ${inner} FROM ${table.ref} AS ${ident(MAIN)}${join(joins, '')}${filtered}${groupBy}${order}) AS ${ident(MAIN)}${having}`
+  const select = join(fields.map((field, i) => output(memberColumn(i), field.type)), ', ')
+  // The groups are ordered inside too: PostgreSQL then finds the outer order met, and stops
+  // grouping once the page is full, as it did before the groups were a table of their own.
   // One group more than asked tells whether more lie beyond the page.
-  const page = sql`SELECT ${select} FROM ${from}${grouped}${ordered} LIMIT ${query.limit + 1} OFFSET ${query.offset}`
-  const count = query.total && groups.length > 0 ? sql`SELECT count(*) FROM (SELECT 1 FROM ${from}${grouped}) AS ${ident('groups')}` : undefined
+  const page = sql`SELECT ${select} FROM ${rows(orderBy(i => expressions[i]))}${orderBy(memberColumn)} LIMIT ${query.limit + 1} OFFSET ${query.offset}`
+  // Without groupby and its filter there is one group: nothing to count.
+  const count = query.total && (groups.length > 0 || query.having !== null) ? sql`SELECT count(*) FROM ${rows(raw(''))}` : undefined
   return {
     page,
     count,
