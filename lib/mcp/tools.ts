@@ -88,7 +88,7 @@ const tools: Readonly<Record<ToolName, ToolSpec>> = {
       'apply is OData $apply: groupby((authorId),aggregate($count as n,rating with average as avg)), or aggregate(…) alone for one group.',
     annotations: read,
     properties: {
-      apply: { type: 'string', minLength: 1, description: 'filter(…)/groupby((field,relation/field),aggregate($count as n,field with sum|average|min|max|countdistinct as alias)).' },
+      apply: { type: 'string', minLength: 1, description: 'filter(…)/groupby((field,relation/field),aggregate($count as n,field with sum|average|min|max|countdistinct as alias))/filter(n gt 1): a filter after the grouping keeps the groups it matches.' },
       filter: { type: 'string', description: 'OData $filter expression selecting the records before grouping.' }
     },
     required: ['apply']
