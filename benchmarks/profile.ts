@@ -2,7 +2,8 @@
 // benchmarks/server.ts with `node --cpu-prof`, loads it with autocannon, stops it, and prints the
 // functions with the most self time and the plugin's (lib/) functions with the most total time. The
 // .cpuprofile is kept for a flame graph (Chrome DevTools → Performance, or speedscope).
-// Usage, after `npx tsc -p benchmarks/tsconfig.json`: `node dist/benchmarks/profile.js <case name> [seconds] [plugin|baseline]`.
+// Usage, after `npx tsc -p benchmarks/tsconfig.json`: `node dist/benchmarks/profile.js <case name> [seconds] [plugin|baseline|demo]`,
+// with STORE=postgres (and DATABASE_URL) for PostgreSQL; `demo` is the side compared with the peers (server.ts BENCH_DEMO).
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -88,11 +89,12 @@ async function main () {
   // A saved profile: summarize it again.
   if (name?.endsWith('.cpuprofile')) return print(summarize(read(name)))
   const benchCase = cases.find(c => c.name === name)
-  if (benchCase === undefined || (side !== 'plugin' && side !== 'baseline')) {
-    throw new Error(`usage: profile.js <${cases.map(c => c.name).join('|')}> [seconds] [plugin|baseline], or profile.js <file.cpuprofile>`)
+  if (benchCase === undefined || !['plugin', 'baseline', 'demo'].includes(side)) {
+    throw new Error(`usage: [STORE=postgres] profile.js <${cases.map(c => c.name).join('|')}> [seconds] [plugin|baseline|demo], or profile.js <file.cpuprofile>`)
   }
   const directory = mkdtempSync(join(tmpdir(), 'bench-profile-'))
-  const server = await startServer(side === 'plugin' ? './server.js' : './baseline.js', 'memory', ['--cpu-prof', `--cpu-prof-dir=${directory}`])
+  const store = process.env.STORE === 'postgres' ? 'postgres' : 'memory'
+  const server = await startServer(side === 'baseline' ? './baseline.js' : './server.js', store, ['--cpu-prof', `--cpu-prof-dir=${directory}`], side === 'demo' ? { BENCH_DEMO: '1' } : {})
   if ('unavailable' in server) throw new Error(server.unavailable)
   const path = benchCase.tokenDepth === undefined ? benchCase.path : benchCase.path.replace('{token}', await tokenAt(server.origin, benchCase.tokenDepth))
   const measured = await load(server, path, benchCase, Number(secondsText ?? 10), 10)
