@@ -14,7 +14,7 @@ import type { ResolvedOptions } from '../options.js'
 import type { ResourceModel } from '../registry/model.js'
 import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
-import { localIdComponent, parameterComponent } from '../routes/route-schema.js'
+import { batchComponents, parameterComponent } from '../routes/route-schema.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
 import { componentHint, componentNames, connectionStatuses, limitFieldHeaders } from '../routes/http-prose.js'
 import { problemNamespace } from '../formats/xml.js'
@@ -177,8 +177,8 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
   const { $id, ...component } = body
   const schemas = openApiOf(document).components.schemas
   schemas[$id] = component
-  // The batch's operations refer to one schema for a local id.
-  if ($id === componentNames.batch) schemas[componentNames.localId] = localIdComponent
+  // The batch's operations refer to one schema for a local id, an id and an ifMatch.
+  if ($id === componentNames.batch) Object.assign(schemas, batchComponents)
   return { schema: { ...documented, body: { $ref: `#/components/schemas/${$id}` } }, url }
 }
 

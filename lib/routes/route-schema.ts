@@ -389,12 +389,19 @@ function capabilitiesBody (collection: ResourceModel | undefined): JsonSchema {
   }
 }
 
-// Once in the document, where the batch's operations refer to it.
-const localId: JsonSchema = { $ref: `#/components/schemas/${componentNames.localId}` }
-export const localIdComponent: JsonSchema = {
-  ...localIdSchema,
-  properties: { lid: { ...lidSchema, description: 'The lid of an earlier create in this batch.' } },
-  description: 'The id of the record an earlier create of this batch named with this lid: a record of the resource this id or field names.'
+// Once in the document, where the batch's operations refer to them (openapi/index.ts adds them
+// beside the Batch): the local id, and the id and ifMatch every operation of every resource takes.
+const component = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` })
+const localId = component(componentNames.localId)
+export const batchComponents: Readonly<Record<string, JsonSchema>> = {
+  [componentNames.localId]: {
+    ...localIdSchema,
+    properties: { lid: { ...lidSchema, description: 'The lid of an earlier create in this batch.' } },
+    description: 'The id of the record an earlier create of this batch named with this lid: a record of the resource this id or field names.'
+  },
+  [componentNames.batchId]: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: 'The id of the record the operation writes, or the local id of one an earlier create made.' },
+  // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
+  [componentNames.batchIfMatch]: { type: 'string', pattern: etagListPattern, description: 'As the If-Match header of the single request.' }
 }
 
 /**
@@ -414,7 +421,7 @@ function batchData (model: ResourceModel, operation: 'create' | 'replace' | 'mod
 function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modify' | 'delete'): JsonSchema {
   const target = op === 'create'
     ? { lid: { ...lidSchema, description: `A name for the new ${model.singular}, for later operations of this batch.` } }
-    : { id: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: `The ${model.singular}'s ${model.idField}.` } }
+    : { id: component(componentNames.batchId) }
   return {
     title: `${op} ${model.name}`,
     type: 'object',
@@ -422,8 +429,7 @@ function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modif
       op: { type: 'string', enum: [op] },
       resource: { type: 'string', enum: [model.name] },
       ...target,
-      // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
-      ifMatch: { type: 'string', pattern: etagListPattern, description: 'As the If-Match header of the single request.' },
+      ifMatch: component(componentNames.batchIfMatch),
       ...(op === 'delete' ? {} : { data: batchData(model, op) })
     },
     required: ['op', 'resource', ...(op === 'create' ? [] : ['id']), ...(op === 'delete' ? [] : ['data'])],
