@@ -3,6 +3,7 @@
 // schemas of routes/route-schema.ts; `{prefix}/openapi.json` serves the document and
 // `{prefix}/docs` renders it with Scalar, from the package's own bundle (no CDN), when Scalar is
 // installed (an optional peer dependency) or asked for.
+import { STATUS_CODES } from 'node:http'
 import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference'
@@ -184,7 +185,10 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
 
 /**
  * A route's schema as the document shows it: the documented responses beside the serialized
- * ones, the documented body where the handler validates its own, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
+ * ones, the documented body where the handler validates its own, and for HEAD (which Fastify
+ * derives from each GET) the GET's without bodies: RETRIEVE HEADERS. The GET beside it says what
+ * the operation and its bodies are; the HEAD says only what differs, so its successes share one
+ * description (problems keep theirs: the statuses mean the same).
  */
 function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
   const { documentedResponses, documentedBody, ...rest } = schema
@@ -193,10 +197,13 @@ function documentedRouteSchema (schema: Record<string, unknown>, method: string)
   // writes' (as written for clients, registry/derive.ts documentedBodySchema).
   if (method !== 'HEAD') return { ...rest, ...(documentedBody === undefined ? {} : { body: documentedBody }), response }
   const bodiless: Record<string, JsonSchema> = {}
-  for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }
+  for (const [status, { description, headers }] of Object.entries(response)) {
+    bodiless[status] = { type: 'null', description: Number(status) < 300 ? `${STATUS_CODES[status] as string}: the headers of the GET's answer, without its body.` : description, headers }
+  }
   // @fastify/swagger names the HEAD copy `{operationId}-head`.
+  const { description: _, ...head } = rest
   const operationId = String(rest.operationId).replace(/-head$/, '')
-  return { ...rest, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
+  return { ...head, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
 }
 
 /**
