@@ -277,7 +277,7 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
       }
     },
     documentedResponses: problems(options, writeStatuses(model, options, 'create'), {
-      409: `a ${model.singular} with the generated ${model.idField} already exists${keyed(options, model).busy}.`,
+      409: `${a(model.singular)} with the generated ${model.idField} already exists${keyed(options, model).busy}.`,
       ...keyed(options, model).refine,
       ...collectionPrecondition
     })
@@ -337,7 +337,8 @@ export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions)
       204: { type: 'null', description: 'Deleted; no body.', headers: requestId },
       ...problems(options, statuses, {
         404: `no ${model.singular} with this ${model.idField}.`,
-        409: `the ${model.singular} still has ${children.map(relation => relation.name).join(' or ')}; delete or move them first.`
+        // Without children, only the application's business rules answer 409.
+        409: children.length === 0 ? 'a business rule of the application refuses it.' : `the ${model.singular} still has ${children.map(relation => relation.name).join(' or ')}; delete or move them first.`
       })
     }
   }
