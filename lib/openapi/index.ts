@@ -28,6 +28,7 @@ import { shareComponents } from './components.js'
 import type { ModelRules } from '../rules/compile.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
+const pageLinks = 'self and first always; next while more items follow; prev after the first page; last always in token paging, a backward read from the end, and in offset paging when the count is known: total=true, or the last page'
 
 // The page runs Scalar's bundle and its inline start-up script, injects styles, and fetches the
 // document from this origin; nothing else, and never framed.
@@ -288,7 +289,8 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
   })
   const owner = { [model.singular]: { type: 'string', description: `The ${model.idField} of the ${model.singular} this related resource belongs to.` } }
   const rels = [
-    ...navigation.map(rel => `${rel} (navigation)`),
+    // When each navigation link is sent, said once per envelope rather than on every LIST's answer.
+    ...(navigation.length === 0 ? [] : [`${navigation.join(', ')} (navigation: ${pageLinks})`]),
     ...related.map(rel => `${rel} (related, with include=${rel})`)
   ]
   const description = rels.length === 0 ? 'Links; none are sent for this resource.' : `Links, rel one of: ${rels.join(', ')}.`

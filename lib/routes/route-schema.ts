@@ -150,7 +150,6 @@ function linkRels (model: ResourceModel): string {
 }
 
 const groups = (model: ResourceModel) => ' With apply: one object per group.'
-const pageLinks = 'links: self and first always; next while more items follow; prev after the first page; last in token paging always (a backward read from the end), in offset paging when the count is known (total=true, or the last page).'
 
 function tagged (model: ResourceModel, options: SchemaOptions, operationId: string, summary: string, description: string) {
   return { operationId, summary, description, tags: [model.name], ...(options.deprecated ? { deprecated: true } : {}) }
@@ -182,7 +181,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
     headers: requestHeaders('list', options),
     produces: listTypes,
     response: {
-      200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}${groups(model)}`, headers: requestId }
+      200: { $ref: `${names.list}#`, description: `A page of ${model.name}.${linkRels(model)}${groups(model)}`, headers: requestId }
     },
     documentedResponses: {
       ...collectionConditions,
@@ -204,7 +203,7 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
     headers: requestHeaders('list', options),
     produces: listTypes,
     response: {
-      200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}${groups(child)}`, headers: requestId }
+      200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}.${linkRels(child)}${groups(child)}`, headers: requestId }
     },
     documentedResponses: {
       ...collectionConditions,
@@ -361,7 +360,8 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
   const what = subject.length === 2 ? `${a(subject[0])}'s ${subject[1]}` : namesRecord ? a(model.singular) : model.name
   return {
     ...tagged(model, options, `${which.charAt(0).toLowerCase()}${which.slice(1)}Capabilities`, `Query capabilities of ${what}`,
-      `QUERY CAPABILITIES: the methods this path allows, in Allow and in the body${collection === undefined ? '' : ', and what the collection\'s query parameters accept (fields to filter, sort and select, relations to expand and include, page sizes), leaving out what the caller may not read'}. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.`),
+      // What the body's members hold, the 405 of other methods and the 204 of a preflight are said where they are documented.
+      `QUERY CAPABILITIES: the methods this path allows, in Allow and in the body${collection === undefined ? '' : ', and what the collection\'s query parameters accept, leaving out what the caller may not read'}.`),
     ...(namesRecord ? { params: idParams(model) } : {}),
     headers: requestHeaders('capabilities', options),
     produces: successTypes,
