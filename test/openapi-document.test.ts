@@ -35,6 +35,11 @@ t.test('at most 260 KB, its parts shared', async t => {
   const inline = Object.values(document.paths as Json).flatMap(item => Object.values(item as Json)).flatMap(operation => Object.entries((operation as Json).responses ?? {}))
     .filter(([status, response]) => Number(status) >= 400 && (response as Json).$ref === undefined)
   t.same(inline, [], 'every problem response is a reference')
+  // A header is shared under its own name only: equal schemas of two headers (an ETag and a Cache-Control, both a string) are two components.
+  const responses = [...Object.values(components.responses as Json), ...Object.values(document.paths as Json).flatMap(item => Object.values(item as Json)).flatMap(operation => Object.values((operation as Json).responses ?? {}))] as Json[]
+  const misnamed = responses.flatMap(response => Object.entries((response.headers ?? {}) as Json))
+    .filter(([name, header]) => typeof header.$ref === 'string' && header.$ref.split('/').pop().replace(/\.\d+$/, '') !== name)
+  t.same(misnamed, [], 'each header refers to a component of its name')
 })
 
 t.test('every $ref resolves', async t => {
