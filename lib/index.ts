@@ -5,7 +5,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify'
 import { resolveOptions, routePrefix } from './options.js'
 import type { ApiConventionsOptions } from './options.js'
 import { buildRegistry } from './registry/index.js'
-import { listEnvelopeSchema, responseSchema, schemaNames, singleEnvelopeSchema } from './registry/derive.js'
+import { listEnvelopeSchema, pageMetaSchema, responseSchema, schemaNames, singleEnvelopeSchema } from './registry/derive.js'
 import type { ResourceModel } from './registry/model.js'
 import { installProblemHandlers, problemSchema } from './problem.js'
 import { warnOfRandomSecret } from './paging/cursor.js'
@@ -68,6 +68,7 @@ async function apiConventionsPlugin (app: FastifyInstance, given: ApiConventions
 
   app.addSchema({ $id: 'Problem', ...problemSchema })
   if (options.async !== null) app.addSchema(operationStatusSchema)
+  app.addSchema(pageMetaSchema)
   const refOf = (model: ResourceModel) => `${schemaNames(model).resource}#`
   for (const model of models) {
     const names = schemaNames(model)

@@ -191,8 +191,9 @@ export function describeXml (schema: JsonSchema, refs: RefResolver, root?: XmlRo
 }
 
 function annotate (schema: JsonSchema, shape: Shape, isRoot = false): JsonSchema {
-  // A value that can only be null (a nullable's other branch) is xsi:nil: it has no type to tell.
-  if (shape.tagged) return shape.kinds.size === 0 ? schema : { ...schema, description: noted(schema.description, freeFormNote) }
+  // A value that can only be null (a nullable's other branch) is xsi:nil: it has no type to tell;
+  // a reference's component tells it, once.
+  if (shape.tagged) return shape.kinds.size === 0 || typeof schema.$ref === 'string' ? schema : { ...schema, description: noted(schema.description, freeFormNote) }
   const copy: JsonSchema = { ...schema }
   if (typeof schema.items === 'object') {
     copy.xml = { ...(schema.xml as object | undefined), wrapped: true }

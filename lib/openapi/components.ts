@@ -15,28 +15,33 @@ export interface ComponentsObject { components: Record<string, Record<string, un
 /**
  * The parts of one kind (`parameters`, `responses`, `headers`), by name: the first value given a
  * name keeps it; another value under the same name is numbered (`Allow.2`), so nothing is lost
- * whatever the routes document.
+ * whatever the routes document. Equal values share one entry; with `byName`, only under the same
+ * name (a header's name is what it means: an ETag is not a Cache-Control of the same schema).
  */
 class Shared {
   readonly entries: Record<string, Json> = {}
   readonly #names = new Map<string, string>()
   readonly #uses = new Map<string, number>()
 
-  constructor (readonly kind: string) {}
+  constructor (readonly kind: string, readonly byName = false) {}
 
-  /** Counts a use, for `shared`. */
-  use (value: Json): void {
-    const key = JSON.stringify(value)
+  #key (name: string, value: Json): string {
+    return this.byName ? `${name} ${JSON.stringify(value)}` : JSON.stringify(value)
+  }
+
+  /** Counts a use, for `repeated`. */
+  use (name: string, value: Json): void {
+    const key = this.#key(name, value)
     this.#uses.set(key, (this.#uses.get(key) ?? 0) + 1)
   }
 
   /** Whether the value was used more than once. */
-  repeated (value: Json): boolean {
-    return (this.#uses.get(JSON.stringify(value)) as number) > 1
+  repeated (name: string, value: Json): boolean {
+    return (this.#uses.get(this.#key(name, value)) as number) > 1
   }
 
   ref (name: string, value: Json): { $ref: string } {
-    const key = JSON.stringify(value)
+    const key = this.#key(name, value)
     let named = this.#names.get(key)
     if (named === undefined) {
       // OpenAPI 3.1 §4.8.7.1: a component's key matches ^[a-zA-Z0-9._-]+$ (an OData `$top` is `_top`).
@@ -86,7 +91,7 @@ function shareParameters (operations: readonly Operation[], parameters: Shared):
 /** Each header a response shares with another (Request-Id, ETag, the limit fields): the others stay where they are. */
 function shareHeaders (headers: Shared, response: Response): Response {
   if (response.headers === undefined) return response
-  const shared = Object.entries(response.headers).map(([name, header]) => [name, headers.repeated(header) ? headers.ref(name, header) : header])
+  const shared = Object.entries(response.headers).map(([name, header]) => [name, headers.repeated(name, header) ? headers.ref(name, header) : header])
   return { ...response, headers: Object.fromEntries(shared) }
 }
 
@@ -171,10 +176,10 @@ function hoistCommonParameters (item: Record<string, Operation | unknown>): void
 export function shareComponents<T extends ComponentsObject> (openapi: T): T {
   const parameters = new Shared('parameters')
   const responses = new Shared('responses')
-  const headers = new Shared('headers')
+  const headers = new Shared('headers', true)
   const operations = Object.values(openapi.paths).flatMap(item => Object.values(item))
   for (const operation of operations) {
-    for (const response of Object.values(operation.responses) as Response[]) for (const header of Object.values(response.headers ?? {})) headers.use(header)
+    for (const response of Object.values(operation.responses) as Response[]) for (const [name, header] of Object.entries(response.headers ?? {})) headers.use(name, header)
   }
   shareParameters(operations, parameters)
   for (const operation of operations) {

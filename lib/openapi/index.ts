@@ -3,6 +3,7 @@
 // schemas of routes/route-schema.ts; `{prefix}/openapi.json` serves the document and
 // `{prefix}/docs` renders it with Scalar, from the package's own bundle (no CDN), when Scalar is
 // installed (an optional peer dependency) or asked for.
+import { STATUS_CODES } from 'node:http'
 import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference'
@@ -14,7 +15,7 @@ import type { ResolvedOptions } from '../options.js'
 import type { ResourceModel } from '../registry/model.js'
 import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
-import { localIdComponent, parameterComponent } from '../routes/route-schema.js'
+import { batchComponents, parameterComponent } from '../routes/route-schema.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
 import { componentHint, componentNames, connectionStatuses, limitFieldHeaders } from '../routes/http-prose.js'
 import { problemNamespace } from '../formats/xml.js'
@@ -27,6 +28,7 @@ import { shareComponents } from './components.js'
 import type { ModelRules } from '../rules/compile.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
+const pageLinks = 'self and first always; next while more items follow; prev after the first page; last always in token paging, a backward read from the end, and in offset paging when the count is known: total=true, or the last page'
 
 // The page runs Scalar's bundle and its inline start-up script, injects styles, and fetches the
 // document from this origin; nothing else, and never framed.
@@ -177,14 +179,17 @@ const documentRoute: SwaggerTransform = function documentRoute ({ schema, url, r
   const { $id, ...component } = body
   const schemas = openApiOf(document).components.schemas
   schemas[$id] = component
-  // The batch's operations refer to one schema for a local id.
-  if ($id === componentNames.batch) schemas[componentNames.localId] = localIdComponent
+  // The batch's operations refer to one schema for a local id, an id and an ifMatch.
+  if ($id === componentNames.batch) Object.assign(schemas, batchComponents)
   return { schema: { ...documented, body: { $ref: `#/components/schemas/${$id}` } }, url }
 }
 
 /**
  * A route's schema as the document shows it: the documented responses beside the serialized
- * ones, the documented body where the handler validates its own, and for HEAD (which Fastify derives from each GET) the GET's without bodies: RETRIEVE HEADERS.
+ * ones, the documented body where the handler validates its own, and for HEAD (which Fastify
+ * derives from each GET) the GET's without bodies: RETRIEVE HEADERS. The GET beside it says what
+ * the operation and its bodies are; the HEAD says only what differs, so its successes share one
+ * description (problems keep theirs: the statuses mean the same).
  */
 function documentedRouteSchema (schema: Record<string, unknown>, method: string): Record<string, unknown> {
   const { documentedResponses, documentedBody, ...rest } = schema
@@ -193,10 +198,13 @@ function documentedRouteSchema (schema: Record<string, unknown>, method: string)
   // writes' (as written for clients, registry/derive.ts documentedBodySchema).
   if (method !== 'HEAD') return { ...rest, ...(documentedBody === undefined ? {} : { body: documentedBody }), response }
   const bodiless: Record<string, JsonSchema> = {}
-  for (const [status, { description, headers }] of Object.entries(response)) bodiless[status] = { type: 'null', description, headers }
+  for (const [status, { description, headers }] of Object.entries(response)) {
+    bodiless[status] = { type: 'null', description: Number(status) < 300 ? `${STATUS_CODES[status] as string}: the headers of the GET's answer, without its body.` : description, headers }
+  }
   // @fastify/swagger names the HEAD copy `{operationId}-head`.
+  const { description: _, ...head } = rest
   const operationId = String(rest.operationId).replace(/-head$/, '')
-  return { ...rest, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
+  return { ...head, operationId: `${operationId}Headers`, summary: `${String(rest.summary)}: headers only`, response: bodiless }
 }
 
 /**
@@ -281,7 +289,8 @@ function setLinks (envelope: JsonSchema, model: ResourceModel, navigation: reado
   })
   const owner = { [model.singular]: { type: 'string', description: `The ${model.idField} of the ${model.singular} this related resource belongs to.` } }
   const rels = [
-    ...navigation.map(rel => `${rel} (navigation)`),
+    // When each navigation link is sent, said once per envelope rather than on every LIST's answer.
+    ...(navigation.length === 0 ? [] : [`${navigation.join(', ')} (navigation: ${pageLinks})`]),
     ...related.map(rel => `${rel} (related, with include=${rel})`)
   ]
   const description = rels.length === 0 ? 'Links; none are sent for this resource.' : `Links, rel one of: ${rels.join(', ')}.`

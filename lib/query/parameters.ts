@@ -99,7 +99,7 @@ const text = (description: string): Entry<string | undefined> => name => ({
  * trimmed. `fields=` names nothing and is refused like an unknown name.
  */
 const commaList = (values: readonly string[], description: string): JsonSchema =>
-  ({ type: 'array', items: { type: 'string', enum: values }, minItems: 1, description: `${description} Separate the values with commas; the parameter repeated means the same.` })
+  ({ type: 'array', items: { type: 'string', enum: values }, minItems: 1, description: `${description} Separate the values with commas, or repeat the parameter.` })
 
 function splitList (value: string): string[] {
   return value.split(',').map(part => part.trim())
@@ -109,7 +109,7 @@ const fields: Entry<Set<string> | null> = name => ({
   name,
   item: true,
   list: true,
-  schema: model => commaList([...model.fields.keys()], `Fields to return, comma-separated (a name given twice counts once); ${model.mandatory.join(', ')} always are.`),
+  schema: model => commaList([...model.fields.keys()], `Fields to return (a name given twice counts once); ${model.mandatory.join(', ')} always are.`),
   parse (model, value, problems) {
     if (value === undefined) return null
     const selected = new Set(model.mandatory)
@@ -489,14 +489,14 @@ const definitions = {
     link: ({ name, value }) => [[name, value === false ? undefined : String(value)]]
   }),
   expand: define({
-    read: relations(() => 'Related resources to embed in each item, comma-separated (a name given twice counts once).'),
+    read: relations(() => 'Related resources to embed in each item (a name given twice counts once).'),
     part: 'shape',
     odata: { name: '$expand' },
     link: asSent,
     capability: names('expandable', relationNames, () => 'Relations `expand` may embed.')
   }),
   include: define({
-    read: relations(model => `Related resources to list in links, comma-separated (a name given twice counts once): one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`),
+    read: relations(model => `Related resources to list in links (a name given twice counts once): one link per related resource, with rel the relation name and a member ${JSON.stringify(model.singular)} naming the item.`),
     part: 'shape',
     link: asSent,
     capability: names('includable', relationNames, () => 'Relations `include` may link.')
@@ -528,8 +528,12 @@ export const byPart: ReadonlyArray<{ readonly name: ParameterName, readonly defi
 /** The parameters paging/ reads: the page, its size and position. */
 export const windowNames: ReadonlySet<ParameterName> = new Set(conventionNames.filter(name => definitions[name].part === 'window'))
 
-/** Where OData's name is not the conventions', it says so in the document, without a default. */
-function odataParameter (means: ParameterName, name: string, read: Entry<unknown>): QueryParameter<unknown> {
+/**
+ * Where OData's name is not the conventions', it says so in the document, without a default. Read
+ * as the conventions' parameter is, the name is all it says: that parameter, beside it on every
+ * LIST, says the rest; read its own way (`$orderby`), it says how.
+ */
+function odataParameter (means: ParameterName, name: string, read: Entry<unknown>, ownSyntax: boolean): QueryParameter<unknown> {
   const parameter = read(name)
   return {
     ...parameter,
@@ -538,7 +542,8 @@ function odataParameter (means: ParameterName, name: string, read: Entry<unknown
       if (schema === undefined) return undefined
       // No default: a client that sends every default would send both names, a 400.
       const { default: _, description, ...rest } = schema
-      return { ...rest, description: `OData's name of ${means}, not to be sent with it. ${String(description)}` }
+      const alias = `OData's name of ${means}, not to be sent with it.`
+      return { ...rest, description: ownSyntax ? `${alias} ${String(description)}` : alias }
     }
   }
 }
@@ -549,7 +554,7 @@ function odataParameter (means: ParameterName, name: string, read: Entry<unknown
  */
 export const odataParameters: ReadonlyMap<ParameterName, QueryParameter<unknown>> = new Map(conventionNames.flatMap(means => {
   const { odata, read } = definitions[means] as ParameterDefinition<unknown>
-  return odata === undefined ? [] : [[means, odataParameter(means, odata.name, odata.read ?? read)] as const]
+  return odata === undefined ? [] : [[means, odataParameter(means, odata.name, odata.read ?? read, odata.read !== undefined)] as const]
 }))
 
 const entries = [...Object.values(queryParameters), ...odataParameters.values()] as ReadonlyArray<QueryParameter<unknown>>

@@ -210,13 +210,17 @@ const pagingNumbers = {
   pageOffset: { type: 'integer', minimum: 1 }
 }
 
+/** A page's `meta`, the same for every resource: one shared schema (and document component), which each list envelope refers to. */
+export const pageMetaSchema: JsonSchema = {
+  $id: 'PageMeta',
+  type: 'object',
+  properties: { ...pagingNumbers, total: { type: 'integer', minimum: 0 }, totalEstimated: { type: 'boolean', const: true, description: 'total=estimated: total is the database\'s estimate (10,000 or more), not a count.' } },
+  required: ['pageSize']
+}
+
 export function listEnvelopeSchema (model: ResourceModel, resourceRef: string, options: EnvelopeOptions & { totalAtRoot: boolean }): JsonSchema {
   const properties: Record<string, unknown> = {
-    meta: {
-      type: 'object',
-      properties: { ...pagingNumbers, total: { type: 'integer', minimum: 0 }, totalEstimated: { type: 'boolean', const: true, description: 'total=estimated: total is the database\'s estimate (10,000 or more), not a count.' } },
-      required: ['pageSize']
-    },
+    meta: { $ref: `${String(pageMetaSchema.$id)}#` },
     data: {
       type: 'object',
       properties: { [model.name]: { type: 'array', items: { $ref: resourceRef } }, pageSize: pagingNumbers.pageSize, pageOffset: pagingNumbers.pageOffset },

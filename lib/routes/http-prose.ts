@@ -12,7 +12,7 @@ import type { FixedHeaderName, HeaderContext, Taker } from '../headers.js'
 import type { SchemaOptions } from './route-schema.js'
 
 /** Shared component names (`$id`s) beside the per-resource ones of registry/derive.ts. */
-export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope', batch: 'Batch', localId: 'LocalId' } as const
+export const componentNames = { problem: 'Problem', problemEnvelope: 'ProblemEnvelope', batch: 'Batch', localId: 'LocalId', batchId: 'BatchId', batchIfMatch: 'BatchIfMatch' } as const
 /**
  * The name a parameter's schema gives its entry in the document's components.parameters, where the
  * parameter's own name would be ambiguous (`sort` of books and of authors); openapi/components.ts

@@ -150,7 +150,6 @@ function linkRels (model: ResourceModel): string {
 }
 
 const groups = (model: ResourceModel) => ' With apply: one object per group.'
-const pageLinks = 'links: self and first always; next while more items follow; prev after the first page; last in token paging always (a backward read from the end), in offset paging when the count is known (total=true, or the last page).'
 
 function tagged (model: ResourceModel, options: SchemaOptions, operationId: string, summary: string, description: string) {
   return { operationId, summary, description, tags: [model.name], ...(options.deprecated ? { deprecated: true } : {}) }
@@ -182,7 +181,7 @@ export function listRouteSchema (model: ResourceModel, options: SchemaOptions) {
     headers: requestHeaders('list', options),
     produces: listTypes,
     response: {
-      200: { $ref: `${names.list}#`, description: `A page of ${model.name}. ${pageLinks}${linkRels(model)}${groups(model)}`, headers: requestId }
+      200: { $ref: `${names.list}#`, description: `A page of ${model.name}.${linkRels(model)}${groups(model)}`, headers: requestId }
     },
     documentedResponses: {
       ...collectionConditions,
@@ -204,7 +203,7 @@ export function nestedListRouteSchema (parent: ResourceModel, relation: Relation
     headers: requestHeaders('list', options),
     produces: listTypes,
     response: {
-      200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}. ${pageLinks}${linkRels(child)}${groups(child)}`, headers: requestId }
+      200: { $ref: `${schemaNames(child).list}#`, description: `A page of the ${parent.singular}'s ${relation.name}.${linkRels(child)}${groups(child)}`, headers: requestId }
     },
     documentedResponses: {
       ...collectionConditions,
@@ -277,7 +276,7 @@ export function createRouteSchema (model: ResourceModel, options: SchemaOptions)
       }
     },
     documentedResponses: problems(options, writeStatuses(model, options, 'create'), {
-      409: `a ${model.singular} with the generated ${model.idField} already exists${keyed(options, model).busy}.`,
+      409: `${a(model.singular)} with the generated ${model.idField} already exists${keyed(options, model).busy}.`,
       ...keyed(options, model).refine,
       ...collectionPrecondition
     })
@@ -337,7 +336,8 @@ export function deleteRouteSchema (model: ResourceModel, options: SchemaOptions)
       204: { type: 'null', description: 'Deleted; no body.', headers: requestId },
       ...problems(options, statuses, {
         404: `no ${model.singular} with this ${model.idField}.`,
-        409: `the ${model.singular} still has ${children.map(relation => relation.name).join(' or ')}; delete or move them first.`
+        // Without children, only the application's business rules answer 409.
+        409: children.length === 0 ? 'a business rule of the application refuses it.' : `the ${model.singular} still has ${children.map(relation => relation.name).join(' or ')}; delete or move them first.`
       })
     }
   }
@@ -360,7 +360,8 @@ export function capabilitiesRouteSchema (model: ResourceModel, subject: readonly
   const what = subject.length === 2 ? `${a(subject[0])}'s ${subject[1]}` : namesRecord ? a(model.singular) : model.name
   return {
     ...tagged(model, options, `${which.charAt(0).toLowerCase()}${which.slice(1)}Capabilities`, `Query capabilities of ${what}`,
-      `QUERY CAPABILITIES: the methods this path allows, in Allow and in the body${collection === undefined ? '' : ', and what the collection\'s query parameters accept (fields to filter, sort and select, relations to expand and include, page sizes), leaving out what the caller may not read'}. Any other method answers 405 with Allow. A CORS preflight (with Access-Control-Request-Method) is answered by the CORS layer instead.`),
+      // What the body's members hold, the 405 of other methods and the 204 of a preflight are said where they are documented.
+      `QUERY CAPABILITIES: the methods this path allows, in Allow and in the body${collection === undefined ? '' : ', and what the collection\'s query parameters accept, leaving out what the caller may not read'}.`),
     ...(namesRecord ? { params: idParams(model) } : {}),
     headers: requestHeaders('capabilities', options),
     produces: successTypes,
@@ -389,12 +390,19 @@ function capabilitiesBody (collection: ResourceModel | undefined): JsonSchema {
   }
 }
 
-// Once in the document, where the batch's operations refer to it.
-const localId: JsonSchema = { $ref: `#/components/schemas/${componentNames.localId}` }
-export const localIdComponent: JsonSchema = {
-  ...localIdSchema,
-  properties: { lid: { ...lidSchema, description: 'The lid of an earlier create in this batch.' } },
-  description: 'The id of the record an earlier create of this batch named with this lid: a record of the resource this id or field names.'
+// Once in the document, where the batch's operations refer to them (openapi/index.ts adds them
+// beside the Batch): the local id, and the id and ifMatch every operation of every resource takes.
+const component = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` })
+const localId = component(componentNames.localId)
+export const batchComponents: Readonly<Record<string, JsonSchema>> = {
+  [componentNames.localId]: {
+    ...localIdSchema,
+    properties: { lid: { ...lidSchema, description: 'The lid of an earlier create in this batch.' } },
+    description: 'The id of the record an earlier create of this batch named with this lid: a record of the resource this id or field names.'
+  },
+  [componentNames.batchId]: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: 'The id of the record the operation writes, or the local id of one an earlier create made.' },
+  // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
+  [componentNames.batchIfMatch]: { type: 'string', pattern: etagListPattern, description: 'As the If-Match header of the single request.' }
 }
 
 /**
@@ -414,7 +422,7 @@ function batchData (model: ResourceModel, operation: 'create' | 'replace' | 'mod
 function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modify' | 'delete'): JsonSchema {
   const target = op === 'create'
     ? { lid: { ...lidSchema, description: `A name for the new ${model.singular}, for later operations of this batch.` } }
-    : { id: { anyOf: [{ type: 'string', minLength: 1 }, localId], description: `The ${model.singular}'s ${model.idField}.` } }
+    : { id: component(componentNames.batchId) }
   return {
     title: `${op} ${model.name}`,
     type: 'object',
@@ -422,8 +430,7 @@ function batchOperation (model: ResourceModel, op: 'create' | 'replace' | 'modif
       op: { type: 'string', enum: [op] },
       resource: { type: 'string', enum: [model.name] },
       ...target,
-      // On a create, as If-Match on POST: `*` holds, a list of tags fails (a collection has none).
-      ifMatch: { type: 'string', pattern: etagListPattern, description: 'As the If-Match header of the single request.' },
+      ifMatch: component(componentNames.batchIfMatch),
       ...(op === 'delete' ? {} : { data: batchData(model, op) })
     },
     required: ['op', 'resource', ...(op === 'create' ? [] : ['id']), ...(op === 'delete' ? [] : ['data'])],

@@ -8,7 +8,7 @@ import { defineResource, memoryStore } from '../../lib/index.js'
 import type { ResourceModel } from '../../lib/index.js'
 import { buildRegistry } from '../../lib/registry/index.js'
 import {
-  createSchema, documentedBodySchema, linksSchema, listEnvelopeSchema, mergedSchema, modifySchema, replaceSchema, responseSchema, schemaNames, singleEnvelopeSchema
+  createSchema, documentedBodySchema, linksSchema, listEnvelopeSchema, mergedSchema, modifySchema, pageMetaSchema, replaceSchema, responseSchema, schemaNames, singleEnvelopeSchema
 } from '../../lib/registry/derive.js'
 import { demoResources } from '../../demo/schemas/index.js'
 
@@ -176,9 +176,10 @@ t.test('the list envelope has meta, data with the plural and paging numbers, lin
   const plain = listEnvelopeSchema(books, 'Book#', { singleResource: 'nested', links: 'array', totalAtRoot: false })
   t.same(plain.required, ['meta', 'data', 'links'])
   t.match(plain.properties, {
-    meta: { required: ['pageSize'], properties: { pageSize: { type: 'integer' }, offset: { type: 'integer' }, pageOffset: { minimum: 1 }, total: { type: 'integer' } } },
+    meta: { $ref: 'PageMeta#' },
     data: { required: ['books', 'pageSize'], properties: { books: { type: 'array', items: { $ref: 'Book#' } } } }
   })
+  t.match(pageMetaSchema, { $id: 'PageMeta', required: ['pageSize'], properties: { pageSize: { type: 'integer' }, offset: { type: 'integer' }, pageOffset: { minimum: 1 }, total: { type: 'integer' } } }, 'one meta for every list')
   t.equal((plain.properties as Record<string, unknown>).total, undefined)
   const atRoot = listEnvelopeSchema(books, 'Book#', { singleResource: 'nested', links: 'array', totalAtRoot: true })
   t.same((atRoot.properties as Record<string, unknown>).total, { type: 'integer', minimum: 0 })
