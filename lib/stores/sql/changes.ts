@@ -55,7 +55,6 @@ export function changeStatements (schema: string, dropsLeadingBom: boolean) {
   const log = ident(schema, CHANGES_TABLE)
   const purged = ident(schema, PURGED_TABLE)
   const digest = createHash('sha256').update(`fastify-api-conventions changes ${schema}`).digest()
-  const lock = sql`pg_advisory_xact_lock(${digest.readInt32BE(0)}::integer, ${digest.readInt32BE(4)}::integer)`
   return {
     /**
      * A write and its change in one statement: `write` (an INSERT, UPDATE or DELETE of `table`
@@ -81,17 +80,18 @@ export function changeStatements (schema: string, dropsLeadingBom: boolean) {
         SELECT ${returning} FROM ${row}`
     },
     /**
-     * Numbering, in a transaction: `turn` first (one numbering of the schema at a time), then
-     * `number`, a statement of its own so that its snapshot, taken once the lock is held, sees every
-     * numbering before it. It numbers what has committed unnumbered after the highest position (or
-     * the position purged through, when the log was purged empty), in the order written: one
-     * record's changes are written in the order of its versions, since its writers wait on its row
-     * lock, and a change written after another's commit was acknowledged is written after it.
+     * Numbering: one DO block, so one round trip and one transaction. It takes the schema's lock
+     * first (one numbering of the schema at a time), then numbers in a statement of its own, whose
+     * snapshot (READ COMMITTED, a new one per statement of the block) is taken once the lock is
+     * held, so it sees every numbering before it. It numbers what has committed unnumbered after
+     * the highest position (or the position purged through, when the log was purged empty), in the
+     * order written: one record's changes are written in the order of its versions, since its
+     * writers wait on its row lock, and a change written after another's commit was acknowledged
+     * is written after it.
      */
-    turn: sql`SELECT ${lock}`,
-    number: sql`WITH base AS (SELECT greatest((SELECT coalesce(max(position), 0) FROM ${log}), (SELECT through FROM ${purged})) AS n),
+    numbering: numberingBlock(sql`WITH base AS (SELECT greatest((SELECT coalesce(max(position), 0) FROM ${log}), (SELECT through FROM ${purged})) AS n),
         todo AS (SELECT id, row_number() OVER (ORDER BY written, index, id) AS rank FROM ${log} WHERE position IS NULL)
-      UPDATE ${log} AS c SET position = base.n + todo.rank FROM base, todo WHERE c.id = todo.id`,
+      UPDATE ${log} AS c SET position = base.n + todo.rank FROM base, todo WHERE c.id = todo.id`, digest.readInt32BE(0), digest.readInt32BE(4)),
     /** One statement, so one snapshot: the rows, the head and the position purged through agree. */
     read ({ after, limit, resources }: ChangeQuery): Sql {
       const which = resources === null ? sql`` : sql` AND resource = ANY(${resources}::text[])`
@@ -109,6 +109,18 @@ export function changeStatements (schema: string, dropsLeadingBom: boolean) {
         SELECT count(*) FROM removed`
     }
   }
+}
+
+/**
+ * `update` after the transaction-scoped advisory lock (two int4 keys) in one DO block. A DO block
+ * takes no parameters: the keys are integers and `update` holds only identifiers, written into
+ * the block's text between dollar quotes of a tag no quoted identifier holds.
+ */
+function numberingBlock (update: Sql, key1: number, key2: number): Sql {
+  const { text, values } = toQuery(update)
+  const tag = '$api_numbering$'
+  if (values.length > 0 || text.includes(tag)) throw new TypeError('the numbering statement must be plain text without the block\'s quote tag')
+  return raw(`DO ${tag} BEGIN PERFORM pg_advisory_xact_lock(${key1}, ${key2}); ${text}; END ${tag}`)
 }
 
 /** The rows of `read` as the store's answer. */

@@ -548,16 +548,7 @@ export class SqlStore implements Store {
 
   /** The log's changes after `query.after`, once those committed unnumbered have their positions (stores/sql/changes.ts). */
   async readChanges (query: ChangeQuery): Promise<ChangeRead> {
-    await this.#prepareKeys(CHANGES)
-    const { turn, number } = this.#changeStatements
-    try {
-      await this.#db.transaction(async on => {
-        await run(on, turn)
-        await run(on, number)
-      })
-    } catch (error) {
-      throw this.#unavailable(error)
-    }
+    await this.#runKeys(this.#changeStatements.numbering, CHANGES)
     return decodeChanges(await this.#runKeys(this.#changeStatements.read(query), CHANGES), query.limit)
   }
 
