@@ -3,10 +3,13 @@
 // client sees: the subscription resource (its owner's only, the secret once, the allowed hosts),
 // the signed POSTs, retries, order per record, dead deliveries and their retry, and a restart.
 // Then the plugin alone on a memory store: the owner without `ownerOf`, a subscription ended before
-// a delivery's next attempt, a store that fails under the fan-out and the sender, two instances.
+// a delivery's next attempt, a store that fails under the fan-out and the sender, two instances,
+// names that resolve where they may not (a resolver of the test's own), a receiver that does not
+// answer, a host taken off the list.
 import { createHmac } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
+import { isIP } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import t from 'tap'
@@ -14,6 +17,7 @@ import type { Test } from 'tap'
 import { apiConventions, defineAuth, memoryStore } from '../lib/index.js'
 import type { ChangesOptions, Store, StoredRecord } from '../lib/index.js'
 import { webhookModels } from '../lib/changes/webhooks.js'
+import { kResolveHost } from '../lib/symbols.js'
 import { demoPluginOptions } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
 import { createDemoStore } from '../demo/store.js'
@@ -290,13 +294,18 @@ for (const where of places('webhooks')) {
 const principals: Record<string, object> = { ursula: { user: 'ursula' }, sam: { sub: 'sam' }, ida: { id: 'ida' }, nobody: { name: 'nobody' }, blank: { user: '' } }
 const tokens = Object.fromEntries(Object.keys(principals).map(name => [name, name]))
 
-/** The plugin with webhooks on `store`, no `ownerOf` nor `seesAll`, the short schedule; what it logs at warn. */
-async function pluginApp (t: Test, store: Store) {
+interface PluginSettings {
+  /** More webhooks options (kResolveHost among them). */
+  readonly webhooks?: Record<string | symbol, unknown>
+}
+
+/** The plugin with webhooks on `store`, no `ownerOf` nor `seesAll`, the short schedule, and `settings`; what it logs at warn. */
+async function pluginApp (t: Test, store: Store, settings: PluginSettings = {}) {
   const logged: Array<Record<string, any>> = []
   const app = await buildApp(t, {
     store,
     auth: defineAuth({ bearer: async token => principals[token] ?? null }),
-    changes: { webhooks: { allowedHosts: '127.0.0.1', retrySchedule } },
+    changes: { webhooks: { allowedHosts: '127.0.0.1', retrySchedule, ...settings.webhooks } as ChangesOptions['webhooks'] },
     server: { logger: { level: 'warn', stream: { write: (line: string) => { logged.push(JSON.parse(line)) } } } }
   })
   const api = client(await app.listen({ port: 0, host: '127.0.0.1' }), tokens)
@@ -306,7 +315,7 @@ async function pluginApp (t: Test, store: Store) {
     return res.body.data.webhook
   }
   const newAuthor = async () => (await api('ursula', 'POST', '/v1/authors', { body: { name: 'Ann' } })).body.data.author
-  return { api, logged, subscribe, newAuthor }
+  return { api, logged, subscribe, newAuthor, close: async () => { await app.close() } }
 }
 
 const [deliveriesModel, cursorsModel] = webhookModels
@@ -444,4 +453,100 @@ t.test('a fan-out whose transaction fails, then finds its cursor moved by anothe
   await new Promise(resolve => setTimeout(resolve, 300))
   t.equal(hook.at('/raced').length, 1, 'sent once')
   t.equal((await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries.length, 1, 'one delivery')
+})
+
+/** A resolver of the test's own: each name's addresses; a name it does not know is not found. */
+function resolver (answers: Record<string, readonly string[] | (() => readonly string[])>) {
+  const asked: string[] = []
+  const resolve = async (host: string) => {
+    asked.push(host)
+    const answer = answers[host]
+    if (answer === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' })
+    return (typeof answer === 'function' ? answer() : answer).map(address => ({ address, family: isIP(address) }))
+  }
+  return { asked, resolve }
+}
+
+t.test('a listed name that resolves to an address neither public nor listed: each attempt is refused, saying why, and nothing is sent', async t => {
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  const { resolve } = resolver({
+    'rebound.test': ['127.0.0.1'],
+    'mapped.test': ['::ffff:127.0.0.1'],
+    'metadata.test': ['169.254.169.254'],
+    // One public address does not make up for a private one: the socket could try either.
+    'mixed.test': ['93.184.215.14', '10.1.2.3'],
+    'nat64.test': ['64:ff9b::a01:203'],
+    'secure.test': ['127.0.0.1']
+  })
+  const why = (host: string, address: string, kind: string) => `url its host '${host}' resolves to ${address}, a ${kind} address the server does not allow webhooks to`
+  const cases = [
+    ['rebound.test', why('rebound.test', '127.0.0.1', 'loopback')],
+    ['mapped.test', why('mapped.test', '::ffff:127.0.0.1', 'loopback')],
+    ['metadata.test', why('metadata.test', '169.254.169.254', 'link-local')],
+    ['mixed.test', why('mixed.test', '10.1.2.3', 'private')],
+    ['nat64.test', why('nat64.test', '64:ff9b::a01:203', 'private')],
+    ['secure.test', why('secure.test', '127.0.0.1', 'loopback')],
+    ['nowhere.test', 'ENOTFOUND']
+  ]
+  // 127.0.0.1, where the receiver listens, is not listed.
+  const { api, subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { allowedHosts: cases.map(([host]) => host), [kResolveHost]: resolve } })
+  const webhooks: Array<{ id: string }> = []
+  for (const [host] of cases) webhooks.push(await subscribe('ursula', { url: `${host === 'secure.test' ? 'https' : 'http'}://${host}:${port}/${host}`, resources: ['authors'] }))
+  await newAuthor()
+  for (const [i, [host, error]] of cases.entries()) {
+    const [dead] = await until(async () => { const found = (await api('ursula', 'GET', `/v1/webhooks/${webhooks[i].id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'dead' && found }, `dead (${host})`)
+    t.match(dead, { status: 'dead', attempts: 8, lastStatus: null, lastError: error }, host)
+    t.same(hook.at(`/${host}`), [], `${host}: nothing sent`)
+  }
+})
+
+t.test('a listed name resolving to a listed address is delivered there: resolved once for the connection, so a later answer cannot move it', async t => {
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  // The first answer is the listed address; any later one a private address that is not.
+  let answers = 0
+  const { asked, resolve } = resolver({ 'pinned.test': () => answers++ === 0 ? ['127.0.0.1'] : ['10.255.255.1'] })
+  const { api, subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { allowedHosts: 'pinned.test, 127.0.0.1', [kResolveHost]: resolve } })
+  const webhook = await subscribe('ursula', { url: `http://pinned.test:${port}/pinned`, resources: ['authors'] })
+  await newAuthor()
+  const [request] = await until(() => hook.at('/pinned').length > 0 && hook.at('/pinned'), 'delivered')
+  t.equal(request.headers.host, `pinned.test:${port}`, 'to the name, at the address checked')
+  const [delivery] = await until(async () => { const found = (await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'delivered' && found }, 'recorded')
+  t.match(delivery, { attempts: 1, lastStatus: 200 })
+  t.same(asked, ['pinned.test'], 'one resolution, the one checked')
+})
+
+t.test('localhost, listed, is delivered to its loopback address without that address being listed', async t => {
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  const { subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { allowedHosts: 'localhost' } })
+  await subscribe('ursula', { url: `http://localhost:${port}/local`, resources: ['authors'] })
+  await newAuthor()
+  const [request] = await until(() => hook.at('/local').length > 0 && hook.at('/local'), 'delivered')
+  t.equal(request.headers.host, `localhost:${port}`)
+})
+
+t.test('a receiver that does not answer within timeout: the attempt fails, saying so', async t => {
+  const hook = await receiver(t)
+  hook.answer('/silent', 0)
+  const { api, subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { timeout: 50 } })
+  const webhook = await subscribe('ursula', { url: hook.url('/silent'), resources: ['authors'] })
+  await newAuthor()
+  const [dead] = await until(async () => { const found = (await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'dead' && found }, 'dead')
+  t.match(dead, { attempts: 8, lastStatus: null, lastError: 'no answer within 50 ms' })
+})
+
+t.test('a host no longer listed when a delivery is made: refused, saying so, and not sent', async t => {
+  const store = memoryStore()
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  const before = await pluginApp(t, store, { webhooks: { allowedHosts: 'localhost' } })
+  const webhook = await before.subscribe('ursula', { url: `http://localhost:${port}/unlisted`, resources: ['authors'] })
+  await before.close()
+  const after = await pluginApp(t, store)
+  await after.newAuthor()
+  const [dead] = await until(async () => { const found = (await after.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'dead' && found }, 'dead')
+  t.match(dead, { attempts: 8, lastError: 'url its host \'localhost\' is not one the server allows webhooks to' })
+  t.same(hook.at('/unlisted'), [])
 })

@@ -6,8 +6,9 @@
 //   the two below), made by a fan-out that tails the change log: it writes the deliveries of a batch
 //   of changes and moves its cursor in one transaction, compare-and-set on the cursor's version, so
 //   instances sharing the store never fan a change out twice, and a crash before the commit loses none.
-// - A sender claims a due delivery (compare-and-set: one instance wins) under a lease, POSTs it and
-//   writes the outcome; a claim whose instance died is claimed again when its lease ends.
+// - A sender claims a due delivery (compare-and-set: one instance wins) under a lease, POSTs it
+//   (webhook-http.ts: to the addresses it checked) and writes the outcome; a claim whose instance
+//   died is claimed again when its lease ends.
 import { createHmac, randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
@@ -27,13 +28,20 @@ import type { RouteSpec } from '../route-spec.js'
 import { problems, requestId } from '../routes/http-prose.js'
 import { checkAuthorization } from '../security/auth.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
+import { kResolveHost } from '../symbols.js'
 import { VERSION_MISMATCH } from '../stores/store.js'
 import type { ChangeRecord, Fields, Store, StoredRecord } from '../stores/store.js'
 import type { ShownChange } from './present.js'
 import type { Wakeups } from './wakeups.js'
+import { normalHost, resolveHost, urlRefusal, webhookPoster } from './webhook-http.js'
+import type { ResolveHost } from './webhook-http.js'
 
 export interface WebhooksOptions {
-  /** Host names or addresses webhook URLs may name (an array, or comma-separated); every other host is refused with 422. */
+  /**
+   * Host names or addresses webhook URLs may name (an array, or comma-separated); every other host is
+   * refused with 422. A delivery to a name that resolves to an address not public (private,
+   * loopback, link-local …) is refused unless that address is listed too (`localhost`'s loopback excepted).
+   */
   readonly allowedHosts: readonly string[] | string
   /** The owner a subscription gets from its creator. Default: the principal's `user`, `sub` or `id`. */
   readonly ownerOf?: ((principal: any) => string | null | undefined) | undefined
@@ -51,13 +59,12 @@ export interface ResolvedWebhooks {
   readonly seesAll: (principal: unknown) => boolean
   readonly retrySchedule: readonly number[]
   readonly timeout: number
+  /** How deliveries resolve host names: dns.lookup, or what a test gives under kResolveHost. */
+  readonly resolveHost: ResolveHost
 }
 
 const webhooksKeys = knownKeys({ allowedHosts: true, ownerOf: true, seesAll: true, retrySchedule: true, timeout: true } satisfies Record<keyof WebhooksOptions, true>)
 const defaultSchedule = [1000, 5000, 30_000, 120_000, 600_000, 3_600_000, 14_400_000]
-
-/** A host as URLs carry it, lower case, IPv6 without brackets. */
-const normalHost = (host: string) => host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1')
 
 function defaultOwner (principal: unknown): string | null {
   const given = (principal ?? {}) as Record<string, unknown>
@@ -85,7 +92,8 @@ export function resolveWebhooks (value: unknown): ResolvedWebhooks | null {
     ownerOf: (principal: unknown) => ownerOf(principal) ?? null,
     seesAll: (given.seesAll ?? (() => false)) as (principal: unknown) => boolean,
     retrySchedule: Object.freeze([...schedule]),
-    timeout: timeout as number
+    timeout: timeout as number,
+    resolveHost: ((given as Record<symbol, unknown>)[kResolveHost] as ResolveHost | undefined) ?? resolveHost
   })
 }
 
@@ -108,21 +116,6 @@ const never = () => false
 
 function refusedUrl (reason: string): Error {
   return withInvalidParams(new UnprocessableError('This webhook URL cannot be used.'), [{ name: 'url', reason }])
-}
-
-/** Why `url` may not be delivered to; null when it may. */
-export function urlRefusal (url: unknown, allowedHosts: ReadonlySet<string>): string | null {
-  let parsed: URL
-  try {
-    parsed = new URL(String(url))
-  } catch {
-    return 'is not a URL'
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must be an http: or https: URL'
-  if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials'
-  // Only listed hosts: every other name, and every private, loopback or link-local address, is refused.
-  if (!allowedHosts.has(normalHost(parsed.hostname))) return `its host '${parsed.hostname}' is not one the server allows webhooks to`
-  return null
 }
 
 /** The `webhooks` resource, kept in `store`; `resourceNames` lists the others (read when a subscription is written). */
@@ -235,6 +228,7 @@ export interface Webhooks {
  */
 export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeups: Wakeups, present: (principal: unknown, change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger, webhooksModel: ResourceModel): Webhooks {
   const stopping = new AbortController()
+  const poster = webhookPoster(settings, stopping.signal)
   const senderWakers = new Set<() => void>()
   const wakeSender = () => { for (const wake of [...senderWakers]) wake() }
   let running: Array<Promise<void>> = []
@@ -307,31 +301,16 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     }
   }
 
-  /** What one attempt gives: the receiver's status, or the error that kept it from answering. */
+  /** One attempt, signed as Standard Webhooks say: the receiver's status, or what kept it from answering. */
   async function post (url: string, secret: string, delivery: Fields): Promise<{ status: number | null, error: string | null }> {
-    const refusal = urlRefusal(url, settings.allowedHosts)
-    if (refusal !== null) return { status: null, error: `url ${refusal}` }
     const timestamp = Math.floor(Date.now() / 1000)
     const body = delivery.body as string
-    try {
-      const response = await fetch(url, {
-        method: 'POST',
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(settings.timeout), stopping.signal]),
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': delivery.changeId as string,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': sign(secret, delivery.changeId as string, timestamp, body)
-        },
-        body
-      })
-      await response.body?.cancel().catch(() => {})
-      return { status: response.status, error: response.status >= 200 && response.status < 300 ? null : `answered ${response.status}` }
-    } catch (error) {
-      const cause = (error as { cause?: { code?: string } }).cause?.code
-      return { status: null, error: (error as Error).name === 'TimeoutError' ? `no answer within ${settings.timeout} ms` : cause ?? (error as Error).message }
-    }
+    return await poster.post(url, {
+      'content-type': 'application/json',
+      'webhook-id': delivery.changeId as string,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': sign(secret, delivery.changeId as string, timestamp, body)
+    }, body)
   }
 
   /** Claims, sends and records one delivery; nothing when another instance claimed it first. */
@@ -543,6 +522,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     async stop () {
       stopping.abort()
       await Promise.all(running)
+      poster.close()
     },
     specs,
     revealSecret
