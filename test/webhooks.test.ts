@@ -4,8 +4,8 @@
 // the signed POSTs, retries, order per record, dead deliveries and their retry, and a restart.
 // Then the plugin alone on a memory store: the owner without `ownerOf`, a subscription ended before
 // a delivery's next attempt, a store that fails under the fan-out and the sender, two instances,
-// names that resolve where they may not (a resolver of the test's own), a receiver that does not
-// answer, a host taken off the list.
+// names that resolve where they may not (a resolver of the test's own), the purge of finished
+// deliveries (on PGlite too), a receiver that does not answer, a host taken off the list.
 import { createHmac } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
@@ -14,9 +14,10 @@ import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import t from 'tap'
 import type { Test } from 'tap'
-import { apiConventions, defineAuth, memoryStore } from '../lib/index.js'
+import { apiConventions, defineAuth, memoryStore, pgliteStore } from '../lib/index.js'
 import type { ChangesOptions, Store, StoredRecord } from '../lib/index.js'
 import { webhookModels } from '../lib/changes/webhooks.js'
+import { newUuidV7 } from '../lib/registry/uuid.js'
 import { kResolveHost } from '../lib/symbols.js'
 import { demoPluginOptions } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
@@ -24,6 +25,7 @@ import { createDemoStore } from '../demo/store.js'
 import { buildApp } from './helpers/app.js'
 import { client, places, placeFor } from './helpers/demo-http.js'
 import type { Api, Place } from './helpers/demo-http.js'
+import { openPglite } from './stores/pglite-db.js'
 
 /** The schedule between attempts: short, so that eight attempts take a moment. */
 const retrySchedule = [10, 10, 10, 10, 10, 10, 10]
@@ -526,6 +528,40 @@ t.test('localhost, listed, is delivered to its loopback address without that add
   const [request] = await until(() => hook.at('/local').length > 0 && hook.at('/local'), 'delivered')
   t.equal(request.headers.host, `localhost:${port}`)
 })
+
+const stores: Array<[string, (t: Test) => Promise<Store>]> = [
+  ['memory', async () => memoryStore()],
+  ['PGlite', async t => {
+    const db = await openPglite()
+    t.teardown(() => db.close())
+    return await pgliteStore({ db, schema: 'webhooks_purge' })
+  }]
+]
+
+for (const [name, makeStore] of stores) {
+  t.test(`deliveries finished before the retention are purged as an instance starts, then now and then; pending ones and those finished since stay (${name})`, async t => {
+    const store = await makeStore(t)
+    const first = await pluginApp(t, store)
+    const hook = await receiver(t)
+    const webhook = await first.subscribe('ursula', { url: hook.url('/kept'), resources: ['authors'] })
+    const day = 86_400_000
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString()
+    const delivery = (n: number, status: string, finishedAt: string | null) => ({
+      id: newUuidV7(), webhookId: webhook.id, changeId: `c${n}`, seq: String(n).padStart(20, '0'), resource: 'authors', recordId: `a${n}`, status, attempts: 1, lastStatus: status === 'delivered' ? 200 : null, lastError: status === 'delivered' ? null : 'answered 500', nextAttemptAt: status === 'pending' ? at(day) : null, leaseUntil: null, finishedAt, body: '{}'
+    })
+    // Past the retention (7 days): more than a purge's batch, so that it takes two.
+    await store.transaction(async tx => {
+      for (let n = 0; n < 501; n++) await tx.create(deliveriesModel, delivery(1000 + n, n % 2 === 0 ? 'delivered' : 'dead', at(-8 * day)))
+      await tx.create(deliveriesModel, delivery(1, 'delivered', at(-6 * day)))
+      await tx.create(deliveriesModel, delivery(2, 'pending', null))
+    })
+    t.equal((await first.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries?pageSize=3`)).body.data.deliveries.length, 3, 'the first instance purged as it started, before these were written')
+    // A second instance purges as it starts.
+    const second = await pluginApp(t, store)
+    const kept = await until(async () => { const found = (await second.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found.length === 2 && found }, 'the old ones purged')
+    t.match(kept, [{ changeId: 'c1', status: 'delivered' }, { changeId: 'c2', status: 'pending' }])
+  })
+}
 
 t.test('a receiver that does not answer within timeout: the attempt fails, saying so', async t => {
   const hook = await receiver(t)

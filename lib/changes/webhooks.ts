@@ -8,7 +8,7 @@
 //   instances sharing the store never fan a change out twice, and a crash before the commit loses none.
 // - A sender claims a due delivery (compare-and-set: one instance wins) under a lease, POSTs it
 //   (webhook-http.ts: to the addresses it checked) and writes the outcome; a claim whose instance
-//   died is claimed again when its lease ends.
+//   died is claimed again when its lease ends. Finished deliveries are purged past the retention.
 import { createHmac, randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
@@ -32,6 +32,7 @@ import { kResolveHost } from '../symbols.js'
 import { VERSION_MISMATCH } from '../stores/store.js'
 import type { ChangeRecord, Fields, Store, StoredRecord } from '../stores/store.js'
 import type { ShownChange } from './present.js'
+import { purgeNowAndThen } from './purge.js'
 import type { Wakeups } from './wakeups.js'
 import { normalHost, resolveHost, urlRefusal, webhookPoster } from './webhook-http.js'
 import type { ResolveHost } from './webhook-http.js'
@@ -172,6 +173,8 @@ const Delivery = Type.Object({
   lastError: Type.Union([Type.String(), Type.Null()]),
   nextAttemptAt: Type.Union([Type.String(), Type.Null()]),
   leaseUntil: Type.Union([Type.String(), Type.Null()]),
+  /** When it was delivered or made dead: it is purged once that is older than the retention. */
+  finishedAt: Type.Union([Type.String(), Type.Null()]),
   /** The JSON body, as the owner sees the change (fixed when fanned out: every attempt sends the same). */
   body: Type.String()
 }, { additionalProperties: false })
@@ -189,6 +192,7 @@ export const webhookModels: readonly ResourceModel[] = [deliveriesModel, cursors
 const CURSOR = 'fanout'
 const seqOf = (position: string) => position.padStart(20, '0')
 const batchSize = 100
+const purgeBatch = 500
 const idleWait = 30_000
 
 async function listWhere (store: Store, model: ResourceModel, filter: string, sort: string, limit: number): Promise<readonly StoredRecord[]> {
@@ -224,9 +228,10 @@ export interface Webhooks {
 
 /**
  * The fan-out and the sender over `store` (the resources' store, unrecorded: the deliveries'
- * writes are no changes), the log's `wakeups`, and `present`, a change as a principal sees it.
+ * writes are no changes), the log's `wakeups`, and `present`, a change as a principal sees it;
+ * finished deliveries are kept for `retention` (the change log's) milliseconds.
  */
-export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeups: Wakeups, present: (principal: unknown, change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger, webhooksModel: ResourceModel): Webhooks {
+export function createWebhooks (settings: ResolvedWebhooks, retention: number, store: Store, wakeups: Wakeups, present: (principal: unknown, change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger, webhooksModel: ResourceModel): Webhooks {
   const stopping = new AbortController()
   const poster = webhookPoster(settings, stopping.signal)
   const senderWakers = new Set<() => void>()
@@ -274,6 +279,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
             lastError: null,
             nextAttemptAt: new Date().toISOString(),
             leaseUntil: null,
+            finishedAt: null,
             body: JSON.stringify(shown)
           })
           made++
@@ -324,7 +330,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     const attempts = (delivery.attempts as number) + 1
     let outcome: Fields
     if (subscription === null || subscription.data.active !== true) {
-      outcome = { status: 'dead', lastStatus: null, lastError: subscription === null ? 'the subscription was deleted' : 'the subscription is inactive', nextAttemptAt: null }
+      outcome = { status: 'dead', lastStatus: null, lastError: subscription === null ? 'the subscription was deleted' : 'the subscription is inactive', nextAttemptAt: null, finishedAt: new Date().toISOString() }
     } else {
       const { status, error } = await post(subscription.data.url as string, subscription.data.secret as string, delivery)
       // Cut short by the app's close: handed back at once, the attempt not counted (after kill -9, the lease runs out instead).
@@ -334,9 +340,10 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
       }
       const dead = attempts > settings.retrySchedule.length
       const wait = dead ? 0 : settings.retrySchedule[attempts - 1] * (0.9 + Math.random() * 0.2)
+      const finishedAt = error === null || dead ? new Date().toISOString() : null
       outcome = error === null
-        ? { status: 'delivered', attempts, lastStatus: status, lastError: null, nextAttemptAt: null }
-        : { status: dead ? 'dead' : 'pending', attempts, lastStatus: status, lastError: error, nextAttemptAt: dead ? null : new Date(Date.now() + wait).toISOString() }
+        ? { status: 'delivered', attempts, lastStatus: status, lastError: null, nextAttemptAt: null, finishedAt }
+        : { status: dead ? 'dead' : 'pending', attempts, lastStatus: status, lastError: error, nextAttemptAt: dead ? null : new Date(Date.now() + wait).toISOString(), finishedAt }
     }
     // Under the claim's version: a lease that ran out meanwhile lost the delivery to another claim.
     const written = await store.update(deliveriesModel, delivery.id as string, { ...delivery, attempts, ...outcome, leaseUntil: null }, { ifVersion: claimed.version })
@@ -364,8 +371,20 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     return due.length > 0 ? 0 : wait
   }
 
+  /** Removes the deliveries finished before the retention, a batch at a time; one retried meanwhile (its version moved) stays. */
+  async function purgeFinished (): Promise<void> {
+    const filter = `status ne 'pending' and finishedAt lt ${literal(new Date(Date.now() - retention).toISOString())}`
+    for (;;) {
+      const finished = await listWhere(store, deliveriesModel, filter, 'id', purgeBatch)
+      for (const record of finished) await store.remove(deliveriesModel, record.data.id as string, { ifVersion: record.version })
+      if (finished.length < purgeBatch || stopping.signal.aborted) return
+    }
+  }
+  const purge = purgeNowAndThen(purgeFinished, logger, 'api-conventions: purging finished webhook deliveries failed')
+
   async function sendLoop () {
     while (!stopping.signal.aborted) {
+      purge.nowAndThen()
       let wait: number
       try {
         wait = await sendDue()
@@ -496,7 +515,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
         const found = await store.get(deliveriesModel, deliveryId)
         if (found === null || found.data.webhookId !== subscription.data.id) throw new NotFoundError(request.url.split('?', 1)[0])
         if (found.data.status !== 'dead') throw new ConflictError(`This delivery is ${found.data.status as string}, not dead.`)
-        const again = { ...found.data, status: 'pending', attempts: 0, nextAttemptAt: new Date().toISOString(), leaseUntil: null }
+        const again = { ...found.data, status: 'pending', attempts: 0, nextAttemptAt: new Date().toISOString(), leaseUntil: null, finishedAt: null }
         const written = await store.update(deliveriesModel, deliveryId, again, { ifVersion: found.version })
         if (written === null || written === VERSION_MISMATCH) throw new ConflictError('This delivery changed meanwhile; read it again.')
         wakeSender()
@@ -521,7 +540,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     },
     async stop () {
       stopping.abort()
-      await Promise.all(running)
+      await Promise.all([...running, purge.settled()])
       poster.close()
     },
     specs,
