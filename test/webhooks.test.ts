@@ -5,7 +5,7 @@
 // Then the plugin alone on a memory store: the owner without `ownerOf`, a subscription ended before
 // a delivery's next attempt, a store that fails under the fan-out and the sender, two instances,
 // names that resolve where they may not (a resolver of the test's own), the purge of finished
-// deliveries (on PGlite too), a receiver that does not answer, a host taken off the list.
+// deliveries (on PGlite too), and the subscription read once by the delivery routes.
 import { createHmac } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
@@ -299,6 +299,7 @@ const tokens = Object.fromEntries(Object.keys(principals).map(name => [name, nam
 interface PluginSettings {
   /** More webhooks options (kResolveHost among them). */
   readonly webhooks?: Record<string | symbol, unknown>
+  readonly authorize?: (check: { operation: string, record?: Record<string, unknown> | null }) => boolean
 }
 
 /** The plugin with webhooks on `store`, no `ownerOf` nor `seesAll`, the short schedule, and `settings`; what it logs at warn. */
@@ -306,7 +307,7 @@ async function pluginApp (t: Test, store: Store, settings: PluginSettings = {}) 
   const logged: Array<Record<string, any>> = []
   const app = await buildApp(t, {
     store,
-    auth: defineAuth({ bearer: async token => principals[token] ?? null }),
+    auth: defineAuth({ bearer: async token => principals[token] ?? null, authorize: settings.authorize }),
     changes: { webhooks: { allowedHosts: '127.0.0.1', retrySchedule, ...settings.webhooks } as ChangesOptions['webhooks'] },
     server: { logger: { level: 'warn', stream: { write: (line: string) => { logged.push(JSON.parse(line)) } } } }
   })
@@ -365,7 +366,8 @@ t.test('a subscription made inactive or deleted before a delivery\'s next attemp
     t.equal((await end(webhook.id)).status, status)
     release()
     const dead = await until(async () => { const found = await store.get(deliveriesModel, delivery.id); return found?.data.status === 'dead' && found.data }, `dead (${path})`)
-    t.match(dead, { status: 'dead', lastStatus: null, lastError: why, nextAttemptAt: null }, path)
+    // The failed first attempt counts; the end, which sent nothing, does not.
+    t.match(dead, { status: 'dead', attempts: 1, lastStatus: null, lastError: why, nextAttemptAt: null }, path)
     t.equal(hook.at(path).length, 1, `${path}: not sent again`)
   }
   // Made active again, the subscription's dead delivery is sent by a retry.
@@ -562,6 +564,21 @@ for (const [name, makeStore] of stores) {
     t.match(kept, [{ changeId: 'c1', status: 'delivered' }, { changeId: 'c2', status: 'pending' }])
   })
 }
+
+t.test('the delivery routes read the subscription once: the record authorize decides on is the one answered for', async t => {
+  const inner = memoryStore()
+  let reads = 0
+  const store: Store = { ...inner, get: async (view, id, options) => { if (view.name === 'webhooks') reads++; return await inner.get(view, id, options) } }
+  const { api, subscribe } = await pluginApp(t, store, { authorize: ({ operation, record }) => !(operation === 'modify' && record?.url === 'http://127.0.0.1:9/frozen') })
+  const open = await subscribe('ursula', { url: 'http://127.0.0.1:9/open' })
+  const frozen = await subscribe('ursula', { url: 'http://127.0.0.1:9/frozen' })
+  reads = 0
+  t.equal((await api('ursula', 'GET', `/v1/webhooks/${open.id}/deliveries`)).status, 200)
+  t.equal(reads, 1, 'one read for the check and the list')
+  t.equal((await api('ursula', 'POST', `/v1/webhooks/${frozen.id}/deliveries/nothing/retry`)).status, 403, 'authorize saw the record')
+  t.equal((await api('ursula', 'POST', `/v1/webhooks/${open.id}/deliveries/nothing/retry`)).status, 404)
+  t.equal(reads, 3, 'one read each')
+})
 
 t.test('a receiver that does not answer within timeout: the attempt fails, saying so', async t => {
   const hook = await receiver(t)

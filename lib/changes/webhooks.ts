@@ -18,6 +18,7 @@ import type { ResourceDefinition } from '../define.js'
 import { buildRegistry } from '../registry/index.js'
 import type { ResourceModel } from '../registry/model.js'
 import { newUuidV7 } from '../registry/uuid.js'
+import { readRecordOnce } from '../record-once.js'
 import { parseFilter } from '../query/filter/parser.js'
 import { checkFilter } from '../query/filter/check.js'
 import { withTieBreaker } from '../query/list-query.js'
@@ -327,9 +328,9 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
     if (claimed === null || claimed === VERSION_MISMATCH) return
     const delivery = claimed.data
     const subscription = await store.get(webhooksModel, delivery.webhookId as string)
-    const attempts = (delivery.attempts as number) + 1
     let outcome: Fields
     if (subscription === null || subscription.data.active !== true) {
+      // Not attempted: its attempts stay as they were.
       outcome = { status: 'dead', lastStatus: null, lastError: subscription === null ? 'the subscription was deleted' : 'the subscription is inactive', nextAttemptAt: null, finishedAt: new Date().toISOString() }
     } else {
       const { status, error } = await post(subscription.data.url as string, subscription.data.secret as string, delivery)
@@ -338,6 +339,7 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
         await store.update(deliveriesModel, delivery.id as string, { ...delivery, leaseUntil: null }, { ifVersion: claimed.version })
         return
       }
+      const attempts = (delivery.attempts as number) + 1
       const dead = attempts > settings.retrySchedule.length
       const wait = dead ? 0 : settings.retrySchedule[attempts - 1] * (0.9 + Math.random() * 0.2)
       const finishedAt = error === null || dead ? new Date().toISOString() : null
@@ -346,7 +348,7 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
         : { status: dead ? 'dead' : 'pending', attempts, lastStatus: status, lastError: error, nextAttemptAt: dead ? null : new Date(Date.now() + wait).toISOString(), finishedAt }
     }
     // Under the claim's version: a lease that ran out meanwhile lost the delivery to another claim.
-    const written = await store.update(deliveriesModel, delivery.id as string, { ...delivery, attempts, ...outcome, leaseUntil: null }, { ifVersion: claimed.version })
+    const written = await store.update(deliveriesModel, delivery.id as string, { ...delivery, ...outcome, leaseUntil: null }, { ifVersion: claimed.version })
     if (written === VERSION_MISMATCH) logger.warn({ delivery: delivery.id }, 'api-conventions: a webhook delivery outlived its lease; another claim records it')
   }
 
@@ -409,8 +411,9 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
       const ask = { principal: request.principal, model: webhooksModel, operation: request.method === 'POST' ? 'modify' : 'retrieve', method: request.method, id, store, memo: request, request } as const
       await new Promise<void>((resolve, reject) => { checkAuthorization(authorize, context.views, ask, error => { if (error === null) resolve(); else reject(error) }) })
     }
+    // The record the check read, read once (record-once.ts): the check and the answer see the same.
     const view = context.views.forCaller(request.principal)(webhooksModel)
-    const found = await store.get(view, id)
+    const found = await readRecordOnce(request, store, view, id)
     if (found === null) throw new NotFoundError(request.url.split('?', 1)[0])
     return found
   }
