@@ -31,7 +31,7 @@ export interface DemoConfig {
   readonly redisUrl: string | undefined
   /** NATS_URL: also publish every change to NATS JetStream (stream API_CHANGES); none: off. */
   readonly natsUrl: string | undefined
-  /** WEBHOOK_ALLOWED_HOSTS: the hosts webhook URLs may name; every other one is refused. */
+  /** WEBHOOK_ALLOWED_HOSTS: the hosts webhook URLs may name, and the private addresses deliveries may reach; every other one is refused. */
   readonly webhookAllowedHosts: readonly string[]
   /** Write the sample catalogue (seed.ts) into an empty store at start-up. */
   readonly seed: boolean

@@ -59,3 +59,5 @@ export const kSpan = Symbol('api-conventions.span')
  * the context of each request the plugin traces (tracing.ts, stores/sql/tracing.ts).
  */
 export const kStatementTracer = Symbol('api-conventions.statementTracer')
+/** A webhooks option only tests give (changes/webhook-http.ts): how deliveries resolve host names, in place of dns.lookup. */
+export const kResolveHost = Symbol('api-conventions.resolveHost')

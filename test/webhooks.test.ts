@@ -3,23 +3,29 @@
 // client sees: the subscription resource (its owner's only, the secret once, the allowed hosts),
 // the signed POSTs, retries, order per record, dead deliveries and their retry, and a restart.
 // Then the plugin alone on a memory store: the owner without `ownerOf`, a subscription ended before
-// a delivery's next attempt, a store that fails under the fan-out and the sender, two instances.
+// a delivery's next attempt, a store that fails under the fan-out and the sender, two instances,
+// names that resolve where they may not (a resolver of the test's own), the purge of finished
+// deliveries (on PGlite too), and the subscription read once by the delivery routes.
 import { createHmac } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
+import { isIP } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import t from 'tap'
 import type { Test } from 'tap'
-import { apiConventions, defineAuth, memoryStore } from '../lib/index.js'
+import { apiConventions, defineAuth, memoryStore, pgliteStore } from '../lib/index.js'
 import type { ChangesOptions, Store, StoredRecord } from '../lib/index.js'
 import { webhookModels } from '../lib/changes/webhooks.js'
+import { newUuidV7 } from '../lib/registry/uuid.js'
+import { kResolveHost } from '../lib/symbols.js'
 import { demoPluginOptions } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
 import { createDemoStore } from '../demo/store.js'
 import { buildApp } from './helpers/app.js'
 import { client, places, placeFor } from './helpers/demo-http.js'
 import type { Api, Place } from './helpers/demo-http.js'
+import { openPglite } from './stores/pglite-db.js'
 
 /** The schedule between attempts: short, so that eight attempts take a moment. */
 const retrySchedule = [10, 10, 10, 10, 10, 10, 10]
@@ -290,13 +296,19 @@ for (const where of places('webhooks')) {
 const principals: Record<string, object> = { ursula: { user: 'ursula' }, sam: { sub: 'sam' }, ida: { id: 'ida' }, nobody: { name: 'nobody' }, blank: { user: '' } }
 const tokens = Object.fromEntries(Object.keys(principals).map(name => [name, name]))
 
-/** The plugin with webhooks on `store`, no `ownerOf` nor `seesAll`, the short schedule; what it logs at warn. */
-async function pluginApp (t: Test, store: Store) {
+interface PluginSettings {
+  /** More webhooks options (kResolveHost among them). */
+  readonly webhooks?: Record<string | symbol, unknown>
+  readonly authorize?: (check: { operation: string, record?: Record<string, unknown> | null }) => boolean
+}
+
+/** The plugin with webhooks on `store`, no `ownerOf` nor `seesAll`, the short schedule, and `settings`; what it logs at warn. */
+async function pluginApp (t: Test, store: Store, settings: PluginSettings = {}) {
   const logged: Array<Record<string, any>> = []
   const app = await buildApp(t, {
     store,
-    auth: defineAuth({ bearer: async token => principals[token] ?? null }),
-    changes: { webhooks: { allowedHosts: '127.0.0.1', retrySchedule } },
+    auth: defineAuth({ bearer: async token => principals[token] ?? null, authorize: settings.authorize }),
+    changes: { webhooks: { allowedHosts: '127.0.0.1', retrySchedule, ...settings.webhooks } as ChangesOptions['webhooks'] },
     server: { logger: { level: 'warn', stream: { write: (line: string) => { logged.push(JSON.parse(line)) } } } }
   })
   const api = client(await app.listen({ port: 0, host: '127.0.0.1' }), tokens)
@@ -306,7 +318,7 @@ async function pluginApp (t: Test, store: Store) {
     return res.body.data.webhook
   }
   const newAuthor = async () => (await api('ursula', 'POST', '/v1/authors', { body: { name: 'Ann' } })).body.data.author
-  return { api, logged, subscribe, newAuthor }
+  return { api, logged, subscribe, newAuthor, close: async () => { await app.close() } }
 }
 
 const [deliveriesModel, cursorsModel] = webhookModels
@@ -354,7 +366,8 @@ t.test('a subscription made inactive or deleted before a delivery\'s next attemp
     t.equal((await end(webhook.id)).status, status)
     release()
     const dead = await until(async () => { const found = await store.get(deliveriesModel, delivery.id); return found?.data.status === 'dead' && found.data }, `dead (${path})`)
-    t.match(dead, { status: 'dead', lastStatus: null, lastError: why, nextAttemptAt: null }, path)
+    // The failed first attempt counts; the end, which sent nothing, does not.
+    t.match(dead, { status: 'dead', attempts: 1, lastStatus: null, lastError: why, nextAttemptAt: null }, path)
     t.equal(hook.at(path).length, 1, `${path}: not sent again`)
   }
   // Made active again, the subscription's dead delivery is sent by a retry.
@@ -444,4 +457,149 @@ t.test('a fan-out whose transaction fails, then finds its cursor moved by anothe
   await new Promise(resolve => setTimeout(resolve, 300))
   t.equal(hook.at('/raced').length, 1, 'sent once')
   t.equal((await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries.length, 1, 'one delivery')
+})
+
+/** A resolver of the test's own: each name's addresses; a name it does not know is not found. */
+function resolver (answers: Record<string, readonly string[] | (() => readonly string[])>) {
+  const asked: string[] = []
+  const resolve = async (host: string) => {
+    asked.push(host)
+    const answer = answers[host]
+    if (answer === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' })
+    return (typeof answer === 'function' ? answer() : answer).map(address => ({ address, family: isIP(address) }))
+  }
+  return { asked, resolve }
+}
+
+t.test('a listed name that resolves to an address neither public nor listed: each attempt is refused, saying why, and nothing is sent', async t => {
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  const { resolve } = resolver({
+    'rebound.test': ['127.0.0.1'],
+    'mapped.test': ['::ffff:127.0.0.1'],
+    'metadata.test': ['169.254.169.254'],
+    // One public address does not make up for a private one: the socket could try either.
+    'mixed.test': ['93.184.215.14', '10.1.2.3'],
+    'nat64.test': ['64:ff9b::a01:203'],
+    'secure.test': ['127.0.0.1']
+  })
+  const why = (host: string, address: string, kind: string) => `url its host '${host}' resolves to ${address}, a ${kind} address the server does not allow webhooks to`
+  const cases = [
+    ['rebound.test', why('rebound.test', '127.0.0.1', 'loopback')],
+    ['mapped.test', why('mapped.test', '::ffff:127.0.0.1', 'loopback')],
+    ['metadata.test', why('metadata.test', '169.254.169.254', 'link-local')],
+    ['mixed.test', why('mixed.test', '10.1.2.3', 'private')],
+    ['nat64.test', why('nat64.test', '64:ff9b::a01:203', 'private')],
+    ['secure.test', why('secure.test', '127.0.0.1', 'loopback')],
+    ['nowhere.test', 'ENOTFOUND']
+  ]
+  // 127.0.0.1, where the receiver listens, is not listed.
+  const { api, subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { allowedHosts: cases.map(([host]) => host), [kResolveHost]: resolve } })
+  const webhooks: Array<{ id: string }> = []
+  for (const [host] of cases) webhooks.push(await subscribe('ursula', { url: `${host === 'secure.test' ? 'https' : 'http'}://${host}:${port}/${host}`, resources: ['authors'] }))
+  await newAuthor()
+  for (const [i, [host, error]] of cases.entries()) {
+    const [dead] = await until(async () => { const found = (await api('ursula', 'GET', `/v1/webhooks/${webhooks[i].id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'dead' && found }, `dead (${host})`)
+    t.match(dead, { status: 'dead', attempts: 8, lastStatus: null, lastError: error }, host)
+    t.same(hook.at(`/${host}`), [], `${host}: nothing sent`)
+  }
+})
+
+t.test('a listed name resolving to a listed address is delivered there: resolved once for the connection, so a later answer cannot move it', async t => {
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  // The first answer is the listed address; any later one a private address that is not.
+  let answers = 0
+  const { asked, resolve } = resolver({ 'pinned.test': () => answers++ === 0 ? ['127.0.0.1'] : ['10.255.255.1'] })
+  const { api, subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { allowedHosts: 'pinned.test, 127.0.0.1', [kResolveHost]: resolve } })
+  const webhook = await subscribe('ursula', { url: `http://pinned.test:${port}/pinned`, resources: ['authors'] })
+  await newAuthor()
+  const [request] = await until(() => hook.at('/pinned').length > 0 && hook.at('/pinned'), 'delivered')
+  t.equal(request.headers.host, `pinned.test:${port}`, 'to the name, at the address checked')
+  const [delivery] = await until(async () => { const found = (await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'delivered' && found }, 'recorded')
+  t.match(delivery, { attempts: 1, lastStatus: 200 })
+  t.same(asked, ['pinned.test'], 'one resolution, the one checked')
+})
+
+t.test('localhost, listed, is delivered to its loopback address without that address being listed', async t => {
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  const { subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { allowedHosts: 'localhost' } })
+  await subscribe('ursula', { url: `http://localhost:${port}/local`, resources: ['authors'] })
+  await newAuthor()
+  const [request] = await until(() => hook.at('/local').length > 0 && hook.at('/local'), 'delivered')
+  t.equal(request.headers.host, `localhost:${port}`)
+})
+
+const stores: Array<[string, (t: Test) => Promise<Store>]> = [
+  ['memory', async () => memoryStore()],
+  ['PGlite', async t => {
+    const db = await openPglite()
+    t.teardown(() => db.close())
+    return await pgliteStore({ db, schema: 'webhooks_purge' })
+  }]
+]
+
+for (const [name, makeStore] of stores) {
+  t.test(`deliveries finished before the retention are purged as an instance starts, then now and then; pending ones and those finished since stay (${name})`, async t => {
+    const store = await makeStore(t)
+    const first = await pluginApp(t, store)
+    const hook = await receiver(t)
+    const webhook = await first.subscribe('ursula', { url: hook.url('/kept'), resources: ['authors'] })
+    const day = 86_400_000
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString()
+    const delivery = (n: number, status: string, finishedAt: string | null) => ({
+      id: newUuidV7(), webhookId: webhook.id, changeId: `c${n}`, seq: String(n).padStart(20, '0'), resource: 'authors', recordId: `a${n}`, status, attempts: 1, lastStatus: status === 'delivered' ? 200 : null, lastError: status === 'delivered' ? null : 'answered 500', nextAttemptAt: status === 'pending' ? at(day) : null, leaseUntil: null, finishedAt, body: '{}'
+    })
+    // Past the retention (7 days): more than a purge's batch, so that it takes two.
+    await store.transaction(async tx => {
+      for (let n = 0; n < 501; n++) await tx.create(deliveriesModel, delivery(1000 + n, n % 2 === 0 ? 'delivered' : 'dead', at(-8 * day)))
+      await tx.create(deliveriesModel, delivery(1, 'delivered', at(-6 * day)))
+      await tx.create(deliveriesModel, delivery(2, 'pending', null))
+    })
+    t.equal((await first.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries?pageSize=3`)).body.data.deliveries.length, 3, 'the first instance purged as it started, before these were written')
+    // A second instance purges as it starts.
+    const second = await pluginApp(t, store)
+    const kept = await until(async () => { const found = (await second.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found.length === 2 && found }, 'the old ones purged')
+    t.match(kept, [{ changeId: 'c1', status: 'delivered' }, { changeId: 'c2', status: 'pending' }])
+  })
+}
+
+t.test('the delivery routes read the subscription once: the record authorize decides on is the one answered for', async t => {
+  const inner = memoryStore()
+  let reads = 0
+  const store: Store = { ...inner, get: async (view, id, options) => { if (view.name === 'webhooks') reads++; return await inner.get(view, id, options) } }
+  const { api, subscribe } = await pluginApp(t, store, { authorize: ({ operation, record }) => !(operation === 'modify' && record?.url === 'http://127.0.0.1:9/frozen') })
+  const open = await subscribe('ursula', { url: 'http://127.0.0.1:9/open' })
+  const frozen = await subscribe('ursula', { url: 'http://127.0.0.1:9/frozen' })
+  reads = 0
+  t.equal((await api('ursula', 'GET', `/v1/webhooks/${open.id}/deliveries`)).status, 200)
+  t.equal(reads, 1, 'one read for the check and the list')
+  t.equal((await api('ursula', 'POST', `/v1/webhooks/${frozen.id}/deliveries/nothing/retry`)).status, 403, 'authorize saw the record')
+  t.equal((await api('ursula', 'POST', `/v1/webhooks/${open.id}/deliveries/nothing/retry`)).status, 404)
+  t.equal(reads, 3, 'one read each')
+})
+
+t.test('a receiver that does not answer within timeout: the attempt fails, saying so', async t => {
+  const hook = await receiver(t)
+  hook.answer('/silent', 0)
+  const { api, subscribe, newAuthor } = await pluginApp(t, memoryStore(), { webhooks: { timeout: 50 } })
+  const webhook = await subscribe('ursula', { url: hook.url('/silent'), resources: ['authors'] })
+  await newAuthor()
+  const [dead] = await until(async () => { const found = (await api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'dead' && found }, 'dead')
+  t.match(dead, { attempts: 8, lastStatus: null, lastError: 'no answer within 50 ms' })
+})
+
+t.test('a host no longer listed when a delivery is made: refused, saying so, and not sent', async t => {
+  const store = memoryStore()
+  const hook = await receiver(t)
+  const { port } = new URL(hook.url('/'))
+  const before = await pluginApp(t, store, { webhooks: { allowedHosts: 'localhost' } })
+  const webhook = await before.subscribe('ursula', { url: `http://localhost:${port}/unlisted`, resources: ['authors'] })
+  await before.close()
+  const after = await pluginApp(t, store)
+  await after.newAuthor()
+  const [dead] = await until(async () => { const found = (await after.api('ursula', 'GET', `/v1/webhooks/${webhook.id}/deliveries`)).body.data.deliveries; return found[0]?.status === 'dead' && found }, 'dead')
+  t.match(dead, { attempts: 8, lastError: 'url its host \'localhost\' is not one the server allows webhooks to' })
+  t.same(hook.at('/unlisted'), [])
 })

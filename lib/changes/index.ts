@@ -13,6 +13,7 @@ import { changeFeed } from './feed.js'
 import { natsPublisher } from './nats.js'
 import { changeConsumer } from './consumer.js'
 import { changePresenter, unrestricted } from './present.js'
+import { purgeNowAndThen } from './purge.js'
 import type { ResolvedChanges } from './options.js'
 import { recordingStore } from './recording.js'
 import { createWakeups } from './wakeups.js'
@@ -20,9 +21,6 @@ import { createWebhooks, WEBHOOKS, webhookModels } from './webhooks.js'
 import { changesRouteSchema } from './schema.js'
 import { schemaOptionsFor } from '../routes/route-schema.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
-
-/** How often the changes past retention are purged, at most. */
-const purgeInterval = 60_000
 
 export interface Changes {
   /** The stores the routes use: the resources' store, recording. */
@@ -50,13 +48,7 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
     throw new OptionsInvalidError('changes needs a store with a change log (appendChanges or writesChanges, readChanges, purgeChanges): the memory, PGlite and PostgreSQL stores have one')
   }
   const log = store as Required<Pick<Store, 'readChanges' | 'purgeChanges'>>
-  let lastPurge = 0
-  const purgeNowAndThen = () => {
-    const now = Date.now()
-    if (now - lastPurge < purgeInterval) return
-    lastPurge = now
-    log.purgeChanges(new Date(now - settings.retention)).catch((error: unknown) => logger.warn({ err: error }, 'api-conventions: purging expired changes failed'))
-  }
+  const purge = purgeNowAndThen(async () => await log.purgeChanges(new Date(Date.now() - settings.retention)), logger, 'api-conventions: purging expired changes failed')
   const wakeups = createWakeups(async () => (await log.readChanges({ after: null, limit: 0, resources: null })).head, settings.pollInterval)
   const recording = recordingStore(store, {
     keepsPrevious,
@@ -64,7 +56,7 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
     records: settings.webhooks === null ? undefined : model => model.name !== WEBHOOKS,
     committed () {
       wakeups.committed()
-      purgeNowAndThen()
+      purge.nowAndThen()
     }
   })
   return {
@@ -85,7 +77,7 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
     webhooks (context, app) {
       if (settings.webhooks === null) return []
       const webhooksModel = models.find(model => model.name === WEBHOOKS) as ResourceModel
-      const hooks = createWebhooks(settings.webhooks, store, wakeups, changePresenter(context.models, context.views), app.log, webhooksModel)
+      const hooks = createWebhooks(settings.webhooks, settings.retention, store, wakeups, changePresenter(context.models, context.views), app.log, webhooksModel)
       app.addHook('onReady', async function startWebhooks () { hooks.start() })
       // Before the store closes (onClose), so that an attempt cut short is handed back at once.
       app.addHook('preClose', async function stopWebhooks () { await hooks.stop() })
@@ -111,7 +103,7 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
         responseTypes: [...json, 'text/event-stream'],
         schema: changesRouteSchema(context, schemaOptions),
         handler: async function readChanges (request: FastifyRequest, reply) {
-          purgeNowAndThen()
+          purge.nowAndThen()
           return await feed.handler.call(this, request, reply)
         }
       })

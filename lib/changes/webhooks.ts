@@ -6,8 +6,9 @@
 //   the two below), made by a fan-out that tails the change log: it writes the deliveries of a batch
 //   of changes and moves its cursor in one transaction, compare-and-set on the cursor's version, so
 //   instances sharing the store never fan a change out twice, and a crash before the commit loses none.
-// - A sender claims a due delivery (compare-and-set: one instance wins) under a lease, POSTs it and
-//   writes the outcome; a claim whose instance died is claimed again when its lease ends.
+// - A sender claims a due delivery (compare-and-set: one instance wins) under a lease, POSTs it
+//   (webhook-http.ts: to the addresses it checked) and writes the outcome; a claim whose instance
+//   died is claimed again when its lease ends. Finished deliveries are purged past the retention.
 import { createHmac, randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
@@ -17,6 +18,7 @@ import type { ResourceDefinition } from '../define.js'
 import { buildRegistry } from '../registry/index.js'
 import type { ResourceModel } from '../registry/model.js'
 import { newUuidV7 } from '../registry/uuid.js'
+import { readRecordOnce } from '../record-once.js'
 import { parseFilter } from '../query/filter/parser.js'
 import { checkFilter } from '../query/filter/check.js'
 import { withTieBreaker } from '../query/list-query.js'
@@ -27,13 +29,21 @@ import type { RouteSpec } from '../route-spec.js'
 import { problems, requestId } from '../routes/http-prose.js'
 import { checkAuthorization } from '../security/auth.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
+import { kResolveHost } from '../symbols.js'
 import { VERSION_MISMATCH } from '../stores/store.js'
 import type { ChangeRecord, Fields, Store, StoredRecord } from '../stores/store.js'
 import type { ShownChange } from './present.js'
+import { purgeNowAndThen } from './purge.js'
 import type { Wakeups } from './wakeups.js'
+import { normalHost, resolveHost, urlRefusal, webhookPoster } from './webhook-http.js'
+import type { ResolveHost } from './webhook-http.js'
 
 export interface WebhooksOptions {
-  /** Host names or addresses webhook URLs may name (an array, or comma-separated); every other host is refused with 422. */
+  /**
+   * Host names or addresses webhook URLs may name (an array, or comma-separated); every other host is
+   * refused with 422. A delivery to a name that resolves to an address not public (private,
+   * loopback, link-local …) is refused unless that address is listed too (`localhost`'s loopback excepted).
+   */
   readonly allowedHosts: readonly string[] | string
   /** The owner a subscription gets from its creator. Default: the principal's `user`, `sub` or `id`. */
   readonly ownerOf?: ((principal: any) => string | null | undefined) | undefined
@@ -51,13 +61,12 @@ export interface ResolvedWebhooks {
   readonly seesAll: (principal: unknown) => boolean
   readonly retrySchedule: readonly number[]
   readonly timeout: number
+  /** How deliveries resolve host names: dns.lookup, or what a test gives under kResolveHost. */
+  readonly resolveHost: ResolveHost
 }
 
 const webhooksKeys = knownKeys({ allowedHosts: true, ownerOf: true, seesAll: true, retrySchedule: true, timeout: true } satisfies Record<keyof WebhooksOptions, true>)
 const defaultSchedule = [1000, 5000, 30_000, 120_000, 600_000, 3_600_000, 14_400_000]
-
-/** A host as URLs carry it, lower case, IPv6 without brackets. */
-const normalHost = (host: string) => host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1')
 
 function defaultOwner (principal: unknown): string | null {
   const given = (principal ?? {}) as Record<string, unknown>
@@ -85,7 +94,8 @@ export function resolveWebhooks (value: unknown): ResolvedWebhooks | null {
     ownerOf: (principal: unknown) => ownerOf(principal) ?? null,
     seesAll: (given.seesAll ?? (() => false)) as (principal: unknown) => boolean,
     retrySchedule: Object.freeze([...schedule]),
-    timeout: timeout as number
+    timeout: timeout as number,
+    resolveHost: ((given as Record<symbol, unknown>)[kResolveHost] as ResolveHost | undefined) ?? resolveHost
   })
 }
 
@@ -108,21 +118,6 @@ const never = () => false
 
 function refusedUrl (reason: string): Error {
   return withInvalidParams(new UnprocessableError('This webhook URL cannot be used.'), [{ name: 'url', reason }])
-}
-
-/** Why `url` may not be delivered to; null when it may. */
-export function urlRefusal (url: unknown, allowedHosts: ReadonlySet<string>): string | null {
-  let parsed: URL
-  try {
-    parsed = new URL(String(url))
-  } catch {
-    return 'is not a URL'
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must be an http: or https: URL'
-  if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials'
-  // Only listed hosts: every other name, and every private, loopback or link-local address, is refused.
-  if (!allowedHosts.has(normalHost(parsed.hostname))) return `its host '${parsed.hostname}' is not one the server allows webhooks to`
-  return null
 }
 
 /** The `webhooks` resource, kept in `store`; `resourceNames` lists the others (read when a subscription is written). */
@@ -179,6 +174,8 @@ const Delivery = Type.Object({
   lastError: Type.Union([Type.String(), Type.Null()]),
   nextAttemptAt: Type.Union([Type.String(), Type.Null()]),
   leaseUntil: Type.Union([Type.String(), Type.Null()]),
+  /** When it was delivered or made dead: it is purged once that is older than the retention. */
+  finishedAt: Type.Union([Type.String(), Type.Null()]),
   /** The JSON body, as the owner sees the change (fixed when fanned out: every attempt sends the same). */
   body: Type.String()
 }, { additionalProperties: false })
@@ -196,6 +193,7 @@ export const webhookModels: readonly ResourceModel[] = [deliveriesModel, cursors
 const CURSOR = 'fanout'
 const seqOf = (position: string) => position.padStart(20, '0')
 const batchSize = 100
+const purgeBatch = 500
 const idleWait = 30_000
 
 async function listWhere (store: Store, model: ResourceModel, filter: string, sort: string, limit: number): Promise<readonly StoredRecord[]> {
@@ -231,10 +229,12 @@ export interface Webhooks {
 
 /**
  * The fan-out and the sender over `store` (the resources' store, unrecorded: the deliveries'
- * writes are no changes), the log's `wakeups`, and `present`, a change as a principal sees it.
+ * writes are no changes), the log's `wakeups`, and `present`, a change as a principal sees it;
+ * finished deliveries are kept for `retention` (the change log's) milliseconds.
  */
-export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeups: Wakeups, present: (principal: unknown, change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger, webhooksModel: ResourceModel): Webhooks {
+export function createWebhooks (settings: ResolvedWebhooks, retention: number, store: Store, wakeups: Wakeups, present: (principal: unknown, change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger, webhooksModel: ResourceModel): Webhooks {
   const stopping = new AbortController()
+  const poster = webhookPoster(settings, stopping.signal)
   const senderWakers = new Set<() => void>()
   const wakeSender = () => { for (const wake of [...senderWakers]) wake() }
   let running: Array<Promise<void>> = []
@@ -280,6 +280,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
             lastError: null,
             nextAttemptAt: new Date().toISOString(),
             leaseUntil: null,
+            finishedAt: null,
             body: JSON.stringify(shown)
           })
           made++
@@ -307,31 +308,16 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     }
   }
 
-  /** What one attempt gives: the receiver's status, or the error that kept it from answering. */
+  /** One attempt, signed as Standard Webhooks say: the receiver's status, or what kept it from answering. */
   async function post (url: string, secret: string, delivery: Fields): Promise<{ status: number | null, error: string | null }> {
-    const refusal = urlRefusal(url, settings.allowedHosts)
-    if (refusal !== null) return { status: null, error: `url ${refusal}` }
     const timestamp = Math.floor(Date.now() / 1000)
     const body = delivery.body as string
-    try {
-      const response = await fetch(url, {
-        method: 'POST',
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(settings.timeout), stopping.signal]),
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': delivery.changeId as string,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': sign(secret, delivery.changeId as string, timestamp, body)
-        },
-        body
-      })
-      await response.body?.cancel().catch(() => {})
-      return { status: response.status, error: response.status >= 200 && response.status < 300 ? null : `answered ${response.status}` }
-    } catch (error) {
-      const cause = (error as { cause?: { code?: string } }).cause?.code
-      return { status: null, error: (error as Error).name === 'TimeoutError' ? `no answer within ${settings.timeout} ms` : cause ?? (error as Error).message }
-    }
+    return await poster.post(url, {
+      'content-type': 'application/json',
+      'webhook-id': delivery.changeId as string,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': sign(secret, delivery.changeId as string, timestamp, body)
+    }, body)
   }
 
   /** Claims, sends and records one delivery; nothing when another instance claimed it first. */
@@ -342,10 +328,10 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     if (claimed === null || claimed === VERSION_MISMATCH) return
     const delivery = claimed.data
     const subscription = await store.get(webhooksModel, delivery.webhookId as string)
-    const attempts = (delivery.attempts as number) + 1
     let outcome: Fields
     if (subscription === null || subscription.data.active !== true) {
-      outcome = { status: 'dead', lastStatus: null, lastError: subscription === null ? 'the subscription was deleted' : 'the subscription is inactive', nextAttemptAt: null }
+      // Not attempted: its attempts stay as they were.
+      outcome = { status: 'dead', lastStatus: null, lastError: subscription === null ? 'the subscription was deleted' : 'the subscription is inactive', nextAttemptAt: null, finishedAt: new Date().toISOString() }
     } else {
       const { status, error } = await post(subscription.data.url as string, subscription.data.secret as string, delivery)
       // Cut short by the app's close: handed back at once, the attempt not counted (after kill -9, the lease runs out instead).
@@ -353,14 +339,16 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
         await store.update(deliveriesModel, delivery.id as string, { ...delivery, leaseUntil: null }, { ifVersion: claimed.version })
         return
       }
+      const attempts = (delivery.attempts as number) + 1
       const dead = attempts > settings.retrySchedule.length
       const wait = dead ? 0 : settings.retrySchedule[attempts - 1] * (0.9 + Math.random() * 0.2)
+      const finishedAt = error === null || dead ? new Date().toISOString() : null
       outcome = error === null
-        ? { status: 'delivered', attempts, lastStatus: status, lastError: null, nextAttemptAt: null }
-        : { status: dead ? 'dead' : 'pending', attempts, lastStatus: status, lastError: error, nextAttemptAt: dead ? null : new Date(Date.now() + wait).toISOString() }
+        ? { status: 'delivered', attempts, lastStatus: status, lastError: null, nextAttemptAt: null, finishedAt }
+        : { status: dead ? 'dead' : 'pending', attempts, lastStatus: status, lastError: error, nextAttemptAt: dead ? null : new Date(Date.now() + wait).toISOString(), finishedAt }
     }
     // Under the claim's version: a lease that ran out meanwhile lost the delivery to another claim.
-    const written = await store.update(deliveriesModel, delivery.id as string, { ...delivery, attempts, ...outcome, leaseUntil: null }, { ifVersion: claimed.version })
+    const written = await store.update(deliveriesModel, delivery.id as string, { ...delivery, ...outcome, leaseUntil: null }, { ifVersion: claimed.version })
     if (written === VERSION_MISMATCH) logger.warn({ delivery: delivery.id }, 'api-conventions: a webhook delivery outlived its lease; another claim records it')
   }
 
@@ -385,8 +373,20 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     return due.length > 0 ? 0 : wait
   }
 
+  /** Removes the deliveries finished before the retention, a batch at a time; one retried meanwhile (its version moved) stays. */
+  async function purgeFinished (): Promise<void> {
+    const filter = `status ne 'pending' and finishedAt lt ${literal(new Date(Date.now() - retention).toISOString())}`
+    for (;;) {
+      const finished = await listWhere(store, deliveriesModel, filter, 'id', purgeBatch)
+      for (const record of finished) await store.remove(deliveriesModel, record.data.id as string, { ifVersion: record.version })
+      if (finished.length < purgeBatch || stopping.signal.aborted) return
+    }
+  }
+  const purge = purgeNowAndThen(purgeFinished, logger, 'api-conventions: purging finished webhook deliveries failed')
+
   async function sendLoop () {
     while (!stopping.signal.aborted) {
+      purge.nowAndThen()
       let wait: number
       try {
         wait = await sendDue()
@@ -411,8 +411,9 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
       const ask = { principal: request.principal, model: webhooksModel, operation: request.method === 'POST' ? 'modify' : 'retrieve', method: request.method, id, store, memo: request, request } as const
       await new Promise<void>((resolve, reject) => { checkAuthorization(authorize, context.views, ask, error => { if (error === null) resolve(); else reject(error) }) })
     }
+    // The record the check read, read once (record-once.ts): the check and the answer see the same.
     const view = context.views.forCaller(request.principal)(webhooksModel)
-    const found = await store.get(view, id)
+    const found = await readRecordOnce(request, store, view, id)
     if (found === null) throw new NotFoundError(request.url.split('?', 1)[0])
     return found
   }
@@ -517,7 +518,7 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
         const found = await store.get(deliveriesModel, deliveryId)
         if (found === null || found.data.webhookId !== subscription.data.id) throw new NotFoundError(request.url.split('?', 1)[0])
         if (found.data.status !== 'dead') throw new ConflictError(`This delivery is ${found.data.status as string}, not dead.`)
-        const again = { ...found.data, status: 'pending', attempts: 0, nextAttemptAt: new Date().toISOString(), leaseUntil: null }
+        const again = { ...found.data, status: 'pending', attempts: 0, nextAttemptAt: new Date().toISOString(), leaseUntil: null, finishedAt: null }
         const written = await store.update(deliveriesModel, deliveryId, again, { ifVersion: found.version })
         if (written === null || written === VERSION_MISMATCH) throw new ConflictError('This delivery changed meanwhile; read it again.')
         wakeSender()
@@ -542,7 +543,8 @@ export function createWebhooks (settings: ResolvedWebhooks, store: Store, wakeup
     },
     async stop () {
       stopping.abort()
-      await Promise.all(running)
+      await Promise.all([...running, purge.settled()])
+      poster.close()
     },
     specs,
     revealSecret
