@@ -258,41 +258,47 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
     const read = await log.readChanges({ after: BigInt(at.data.position as string), limit: batchSize, resources: null })
     if (read.changes.length === 0) return { head: read.head, found: false }
     const subscriptions = (await listWhere(store, webhooksModel, 'active eq true', 'id', Number.MAX_SAFE_INTEGER - 1)).map(record => record.data)
-    let made = 0
-    await store.transaction(async tx => {
-      made = 0
-      for (const change of read.changes) {
-        for (const subscription of subscriptions) {
-          const resources = subscription.resources as string[] | null
-          if (resources !== null && !resources.includes(change.resource)) continue
-          const shown = present(JSON.parse(subscription.principal as string), change)
-          if (shown === null) continue
-          await tx.create(deliveriesModel, {
-            id: newUuidV7(),
-            webhookId: subscription.id,
-            changeId: change.id,
-            seq: seqOf(change.position),
-            resource: change.resource,
-            recordId: change.recordId,
-            status: 'pending',
-            attempts: 0,
-            lastStatus: null,
-            lastError: null,
-            nextAttemptAt: new Date().toISOString(),
-            leaseUntil: null,
-            finishedAt: null,
-            body: JSON.stringify(shown)
-          })
-          made++
-        }
+    const deliveries: Fields[] = []
+    for (const change of read.changes) {
+      for (const subscription of subscriptions) {
+        const resources = subscription.resources as string[] | null
+        if (resources !== null && !resources.includes(change.resource)) continue
+        const shown = present(JSON.parse(subscription.principal as string), change)
+        if (shown === null) continue
+        deliveries.push({
+          id: newUuidV7(),
+          webhookId: subscription.id,
+          changeId: change.id,
+          seq: seqOf(change.position),
+          resource: change.resource,
+          recordId: change.recordId,
+          status: 'pending',
+          attempts: 0,
+          lastStatus: null,
+          lastError: null,
+          nextAttemptAt: new Date().toISOString(),
+          leaseUntil: null,
+          finishedAt: null,
+          body: JSON.stringify(shown)
+        })
       }
-      const last = read.changes[read.changes.length - 1].position
-      const moved = await tx.update(cursorsModel, CURSOR, { id: CURSOR, position: last }, { ifVersion: at.version })
+    }
+    const last = read.changes[read.changes.length - 1].position
+    const moveCursor = async (on: Store) => {
+      const moved = await on.update(cursorsModel, CURSOR, { id: CURSOR, position: last }, { ifVersion: at.version })
       // Another instance fanned this batch out first: this one's deliveries roll back. (The cursor,
       // an internal record no route reaches, is never removed: the update finds it.)
       if (moved === VERSION_MISMATCH) throw new CursorMoved()
-    }).catch((error: unknown) => { if (!(error instanceof CursorMoved)) throw error })
-    if (made > 0) wakeSender()
+    }
+    // Nothing to deliver (no subscription wants these changes): the cursor moves alone, in one statement.
+    const fannedOut = deliveries.length === 0
+      ? moveCursor(store)
+      : store.transaction(async tx => {
+        for (const delivery of deliveries) await tx.create(deliveriesModel, delivery)
+        await moveCursor(tx)
+      })
+    await fannedOut.catch((error: unknown) => { if (!(error instanceof CursorMoved)) throw error })
+    if (deliveries.length > 0) wakeSender()
     return { head: read.head, found: true }
   }
 
