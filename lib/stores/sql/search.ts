@@ -3,9 +3,9 @@
 // case collation (JavaScript's case mapping where the server has one), then FOLD (Latin accents to
 // their letter, punctuation to a space), so each token the parser finds is a word as the memory
 // store finds it. Immutable, unlike unaccent(), which is not installed everywhere (PGlite), needs
-// an immutable wrapper to be indexed, and folds differently from the memory store (æ to ae,
-// quotation marks kept): migrate (ddl.ts) indexes the document of every searchable field with GIN,
-// and a caller who may read them all searches that same expression, so the index serves it.
+// an immutable wrapper to be indexed, and folds differently from the memory store (æ to ae, ß to
+// ss): migrate (ddl.ts) indexes the document of every searchable field with GIN, and a caller who
+// may read them all searches that same expression, so the index serves it.
 import { FOLD, rankedTerms } from '../../query/search.js'
 import type { Search, SearchNode } from '../../query/search.js'
 import { ident, join, raw, sql } from './sql.js'
