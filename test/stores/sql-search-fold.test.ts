@@ -1,11 +1,12 @@
 // The words of a text are the same on every store (query/search.ts). The SQL store's fold
 // (stores/sql/search.ts: one regexp_replace() per replacement) maps every code point as FOLD does in
 // JavaScript, and PostgreSQL's words (lower(), the fold, the 'simple' parser) are the memory store's
-// for every character FOLD maps, a sample of other code points, and some texts. On PGlite, and on
-// PostgreSQL when DATABASE_URL is set.
+// for every character FOLD maps, a sample of other code points, some texts, and random texts of
+// those characters and ASCII letters and digits. On PGlite, and on PostgreSQL when DATABASE_URL is set.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
 import pg from 'pg'
+import fc from 'fast-check'
 import { Type } from '@sinclair/typebox'
 import { buildRegistry } from '../../lib/registry/index.js'
 import { FOLD, words } from '../../lib/query/search.js'
@@ -48,19 +49,24 @@ function foldSuite (t: Tap, query: Query): void {
     t.equal(rows.length, chars.length)
   })
 
-  t.test('PostgreSQL finds the words the memory store finds', async t => {
-    const collation = await caseCollation(query)
-    const texts = [...FOLD.keys(), ...sample].flatMap(char => [`q${char}q`, `${char}Ab${char}`])
-    texts.push('García Márquez', 'İSTANBUL İzmir', 'Ærøskøbing, Łódź', 'Straße', 'e-mail a.b@c.d 3.14', 'cafe\u0301s Cafe\u0301',
-      '«Ça va?» — “oui”…', 'ΣΊΣΥΦΟΣ', 'Война и мир', '東京タワー 2024年', 'ǄEMAL Ǆemal')
-    const vector = documentVector(table, ['text'], 'x', collation)
+  /** Texts whose words differ between the memory store and PostgreSQL, each with both. */
+  const differing = async (texts: readonly string[]): Promise<string[]> => {
+    const vector = documentVector(table, ['text'], 'x', await caseCollation(query))
     const { text, values } = toQuery(sql`SELECT (SELECT coalesce(array_agg(lexeme ORDER BY at), '{}') FROM unnest(${vector}) AS u, unnest(u.positions) AS at) AS words
       FROM unnest(${texts}::text[]) WITH ORDINALITY AS x(text, i) ORDER BY i`)
     const rows = await query(text, [...values])
-    const differ = texts.filter((text, i) => JSON.stringify(rows[i].words) !== JSON.stringify(words(text)))
-      .map(text => `${JSON.stringify(text)}: ${JSON.stringify(words(text))} in memory, ${JSON.stringify(rows[texts.indexOf(text)].words)} in SQL`)
-    t.same(differ, [], `under collation ${collation}`)
+    return texts.flatMap((text, i) => JSON.stringify(rows[i].words) === JSON.stringify(words(text)) ? [] : [`${JSON.stringify(text)}: ${JSON.stringify(words(text))} in memory, ${JSON.stringify(rows[i].words)} in SQL`])
+  }
+
+  t.test('PostgreSQL finds the words the memory store finds', async t => {
+    const texts = [...FOLD.keys(), ...sample].flatMap(char => [`q${char}q`, `${char}Ab${char}`])
+    texts.push('García Márquez', 'İSTANBUL İzmir', 'Ærøskøbing, Łódź', 'Straße', 'e-mail a.b@c.d 3.14', 'cafe\u0301s Cafe\u0301',
+      '«Ça va?» — “oui”…', 'ΣΊΣΥΦΟΣ', 'Война и мир', '東京タワー 2024年', 'ǄEMAL Ǆemal')
+    t.same(await differing(texts), [], `every character FOLD maps, and the sample, under collation ${await caseCollation(query)}`)
     t.same(words('İSTANBUL cafe\u0301s'), ['istanbul', 'cafes'], 'İ and an accent written apart fold to their letter')
+    const alphabet = [...FOLD.keys(), ...sample, ...'abcXYZ019']
+    const random = fc.sample(fc.array(fc.constantFrom(...alphabet), { maxLength: 24 }).map(chars => chars.join('')), { numRuns: 1000, seed: 30 })
+    t.same(await differing(random), [], 'random texts of those characters')
   })
 }
 
