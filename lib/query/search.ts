@@ -3,8 +3,9 @@
 // resource's searchable text fields. The words of a text are defined here once, for every store:
 // lower case (as JavaScript maps it), Latin accents folded (FOLD), split at anything that is not a
 // letter or a decimal digit. The memory store matches with words(); the SQL store computes the same
-// words in PostgreSQL (stores/sql/search.ts: lower(), translate() with FOLD's two strings, then the
-// 'simple' text-search configuration, which splits at what FOLD left as spaces and keeps the rest).
+// words in PostgreSQL (stores/sql/search.ts: lower(), FOLD as one regexp_replace() per replacement,
+// then the 'simple' text-search configuration, which splits at what FOLD left as spaces and keeps
+// the rest).
 
 /** A searched term: one word, or a phrase (its words one after the other). */
 export interface SearchTerm { readonly kind: 'term', readonly words: readonly string[] }
@@ -40,40 +41,41 @@ export class SearchSyntaxError extends Error {
 /**
  * The characters FOLD maps, and what to: Latin letters with diacritics to their base letter (both
  * cases: the SQL side folds after lower(), which may leave some upper-case ones under some
- * collations), and punctuation and symbols to a space, so that no store reads them as part of a
- * word (PostgreSQL's parser would make `e-mail` three tokens and `a.b@c.d` one). Built from
- * Unicode's decompositions, so the table is the same wherever this module runs.
+ * collations), combining diacritical marks to nothing, and punctuation and symbols to a space, so
+ * that no store reads them as part of a word (PostgreSQL's parser would make `e-mail` three tokens
+ * and `a.b@c.d` one). Built from Unicode's decompositions, so the table is the same wherever this
+ * module runs. What a character folds to (a letter a–z, a space or nothing) is never folded itself:
+ * the SQL store relies on it to apply the table one replacement at a time.
  */
-function foldTable (): { from: string, to: string } {
-  let from = ''
-  let to = ''
+function foldTable (): Map<string, string> {
+  const fold = new Map<string, string>()
   for (let code = 0x21; code <= 0x7e; code++) {
     const char = String.fromCharCode(code)
-    if (!/[A-Za-z0-9]/.test(char)) { from += char; to += ' ' }
+    if (!/[A-Za-z0-9]/.test(char)) fold.set(char, ' ')
   }
   for (let code = 0xa0; code <= 0x24f; code++) {
     const char = String.fromCharCode(code)
     const base = char.normalize('NFD').replace(/\p{M}/gu, '')
-    if (base !== char && /^[A-Za-z]$/.test(base)) { from += char; to += base.toLowerCase() } else if (!/[\p{L}\p{Nd}]/u.test(char)) { from += char; to += ' ' }
+    if (base !== char && /^[A-Za-z]$/.test(base)) fold.set(char, base.toLowerCase())
+    else if (!/[\p{L}\p{Nd}]/u.test(char)) fold.set(char, ' ')
   }
   // Letters without a decomposition that readers take for a base letter with a mark.
-  for (const [char, base] of [['ø', 'o'], ['Ø', 'o'], ['đ', 'd'], ['Đ', 'd'], ['ł', 'l'], ['Ł', 'l'], ['ħ', 'h'], ['Ħ', 'h'], ['ı', 'i']]) {
-    from += char
-    to += base
-  }
+  for (const [char, base] of [['ø', 'o'], ['Ø', 'o'], ['đ', 'd'], ['Đ', 'd'], ['ł', 'l'], ['Ł', 'l'], ['ħ', 'h'], ['Ħ', 'h'], ['ı', 'i']]) fold.set(char, base)
+  // Combining diacritical marks: an accent written apart from its letter (e and U+0301) folds as
+  // the precomposed letter does, and İ, which lower() turns into i and U+0307, folds to i.
+  for (let code = 0x300; code <= 0x36f; code++) fold.set(String.fromCharCode(code), '')
   // General punctuation (dashes, quotation marks, ellipsis) and the ideographic space and stops.
-  for (let code = 0x2000; code <= 0x206f; code++) { from += String.fromCharCode(code); to += ' ' }
-  for (const char of '\u3000\u3001\u3002') { from += char; to += ' ' }
-  return { from, to }
+  for (let code = 0x2000; code <= 0x206f; code++) fold.set(String.fromCharCode(code), ' ')
+  for (const char of '\u3000\u3001\u3002') fold.set(char, ' ')
+  return fold
 }
 
-export const FOLD = foldTable()
-const foldMap = new Map([...FOLD.from].map((char, i) => [char, FOLD.to[i]]))
+export const FOLD: ReadonlyMap<string, string> = foldTable()
 
 /** A text's words as every store finds them. */
 export function words (text: string): string[] {
   let folded = ''
-  for (const char of text.toLowerCase()) folded += foldMap.get(char) ?? char
+  for (const char of text.toLowerCase()) folded += FOLD.get(char) ?? char
   return folded.split(/[^\p{L}\p{Nd}]+/u).filter(word => word !== '')
 }
 

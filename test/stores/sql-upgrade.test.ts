@@ -2,8 +2,9 @@
 // fields map to existing columns; a bad table fails at boot, precisely): a table that cannot serve
 // the new schema stops start-up naming table and column and changes nothing; a required field with
 // a default fills the rows already there, which then read, sort and page; a modification time
-// written by someone else reads back as a Date holds it. On PGlite, and on
-// PostgreSQL when DATABASE_URL is set.
+// written by someone else reads back as a Date holds it; the search index an earlier version made
+// is made again on the expression search runs now. On PGlite, and on PostgreSQL when DATABASE_URL
+// is set.
 import t from 'tap'
 import type { Test as Tap } from 'tap'
 import pg from 'pg'
@@ -17,6 +18,10 @@ import type { ResourceModel } from '../../lib/registry/model.js'
 import { pgliteStore, postgresStore } from '../../lib/stores/sql/index.js'
 import type { SqlStoreOptions } from '../../lib/stores/sql/index.js'
 import { keysTableDefinition } from '../../lib/stores/sql/ddl.js'
+import { resolveTable } from '../../lib/stores/sql/table.js'
+import { compileList } from '../../lib/stores/sql/compile.js'
+import { toQuery } from '../../lib/stores/sql/sql.js'
+import { parseSearch } from '../../lib/query/search.js'
 import type { Store } from '../../lib/stores/store.js'
 import { listQuery } from './conformance.js'
 import { openPglite } from './pglite-db.js'
@@ -29,6 +34,8 @@ interface Engine {
   rows (text: string): Promise<Array<Record<string, unknown>>>
   /** The name of a fresh schema for `base`. */
   schema (base: string): string
+  /** The plan of a query, without sequential scans or plain index scans (a few rows would need no index, and the primary key's would do). */
+  plan (text: string, values: readonly unknown[]): Promise<string>
 }
 
 const Id = Type.Readonly(Type.String())
@@ -211,6 +218,42 @@ function upgradeSuite (t: Tap, engine: Engine): void {
   })
 
   // The store reads its bookkeeping time as epoch milliseconds (table.ts modifiedAtMillis).
+  t.test('the search index: made with the table, kept while search runs its expression, made again over one an earlier version made; search reads it', async t => {
+    const schema = engine.schema('upgrade_search')
+    const index = `${schema}.things_search`
+    const prepared = async () => {
+      const store = await engine.open(t, { schema })
+      const [model] = buildRegistry([defineResource({ name: 'things', singular: 'thing', schema: V1, store, searchable: ['name'] })])
+      await store.prepare?.([model])
+      return { store, model }
+    }
+    const indexNow = async () => (await engine.rows(`SELECT c.oid::text AS oid, pg_get_indexdef(c.oid) AS definition, obj_description(c.oid, 'pg_class') AS mark
+      FROM pg_class c WHERE c.oid = to_regclass('${index}')`))[0]
+    const { store, model } = await prepared()
+    await store.create(model, { id: 'g1', name: 'Gabriel García Márquez' })
+    await store.create(model, { id: 'g2', name: 'Umberto Eco' })
+    const made = await indexNow()
+    t.match(made, { definition: /USING gin \(to_tsvector\('simple'::regconfig, regexp_replace\(/, mark: /^fastify-api-conventions search [0-9a-f]{16}$/ })
+    await prepared()
+    t.same(await indexNow(), made, 'the next start keeps it')
+
+    // As the version that folded with translate() left it: another expression, no comment.
+    await engine.rows(`DROP INDEX "${schema}".things_search; CREATE INDEX things_search ON "${schema}".things USING gin (to_tsvector('simple'::regconfig, translate(lower(name), 'á', 'a')))`)
+    t.match(await indexNow(), { definition: /translate\(/, mark: null })
+    await prepared()
+    const remade = await indexNow()
+    t.same({ definition: remade.definition, mark: remade.mark }, { definition: made.definition, mark: made.mark }, 'the next start makes it again over the expression search runs')
+    t.not(remade.oid, made.oid)
+
+    const [{ collation }] = await engine.rows(`SELECT COALESCE((SELECT collname FROM pg_collation WHERE collname IN ('pg_unicode_fast', 'und-x-icu')
+      AND collencoding IN (-1, (SELECT encoding FROM pg_database WHERE datname = current_database())) ORDER BY collname = 'pg_unicode_fast' DESC LIMIT 1), 'default') AS collation`)
+    const table = resolveTable(model, schema)
+    const { text, values } = toQuery(compileList(table, { ...listQuery(model), search: { node: parseSearch('garcia'), fields: ['name'] } }, { tableOf: () => table, caseCollation: String(collation) }).page)
+    const plan = await engine.plan(text, values)
+    t.match(plan, /Bitmap Index Scan on things_search/, 'the search reads the index')
+    t.same((await store.list(model, { ...listQuery(model), search: { node: parseSearch('garcia'), fields: ['name'] } })).items.map(record => record.data.id), ['g1'])
+  })
+
   t.test('a modification time someone else wrote in microseconds reads back truncated to the millisecond, before 1970 too', async t => {
     const schema = engine.schema('upgrade_micros')
     const store = await engine.open(t, { schema })
@@ -234,7 +277,11 @@ t.test('on PGlite', async t => {
       return store
     },
     rows: async text => (await db.exec(text)).at(-1)?.rows as Array<Record<string, unknown>>,
-    schema: base => base
+    schema: base => base,
+    plan: async (text, values) => await db.transaction(async tx => {
+      await tx.exec('SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off')
+      return (await tx.query<Record<string, string>>(`EXPLAIN ${text}`, [...values])).rows.map(row => row['QUERY PLAN']).join('\n')
+    })
   })
 })
 
@@ -251,6 +298,17 @@ t.test('on PostgreSQL', { skip: connectionString === undefined ? 'DATABASE_URL i
       const result = await admin.query(text) as unknown as pg.QueryResult | pg.QueryResult[]
       return (Array.isArray(result) ? result.at(-1) as pg.QueryResult : result).rows
     },
-    schema: base => `${prefix}_${base}`
+    schema: base => `${prefix}_${base}`,
+    async plan (text, values) {
+      const client = await admin.connect()
+      try {
+        await client.query('BEGIN')
+        await client.query('SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off')
+        return (await client.query(`EXPLAIN ${text}`, [...values])).rows.map(row => row['QUERY PLAN']).join('\n')
+      } finally {
+        await client.query('ROLLBACK')
+        client.release()
+      }
+    }
   })
 })

@@ -1,7 +1,8 @@
 // Tables from the TypeBox schemas: creates what is missing and
 // adds missing columns, foreign keys for relations and a (field, id) index per sortable field.
-// Upgrades only add: nothing is dropped or retyped. A column the schema cannot use as it is (a
-// type that cannot hold the field, rows without a value for a required field) stops start-up.
+// Upgrades only add: nothing is dropped or retyped, but for the search index, remade when what it
+// indexes changes. A column the schema cannot use as it is (a type that cannot hold the field,
+// rows without a value for a required field) stops start-up.
 // Beside them, the store's own table of responses kept for Idempotency-Key.
 import { createHash } from 'node:crypto'
 import type { ResourceModel } from '../../registry/model.js'
@@ -131,13 +132,26 @@ export async function migrate (run: Run, schema: string, tables: readonly Table[
       const nulls = column.canBeNull || nullable.get(table)?.has(column.name) === true ? raw(' NULLS FIRST') : raw('')
       await run(sql`CREATE INDEX IF NOT EXISTS ${ident(indexName(table.name, column.name))} ON ${table.ref} (${ident(column.name)}${nulls}, ${ident(table.id.name)})`)
     }
-    // `search=` of a caller who may read every searchable field: the expression it runs (search.ts).
     const searchable = table.model.searchable
-    if (searchable.length > 0 && options.caseCollation !== undefined) {
-      await run(sql`CREATE INDEX IF NOT EXISTS ${ident(shortName(`${table.name}_search`))} ON ${table.ref} USING gin (${documentVector(table, searchable, null, options.caseCollation)})`)
-    }
+    if (searchable.length > 0 && options.caseCollation !== undefined) await searchIndex(run, table, documentVector(table, searchable, null, options.caseCollation))
   }
   return nullable
+}
+
+/**
+ * The GIN index of `search=` by a caller who may read every searchable field: on the expression
+ * that search runs (search.ts). It serves that expression only, so its comment names a hash of it,
+ * and an index of another (made by an earlier version with another fold, or for other fields or
+ * another case collation) is dropped and made again.
+ */
+async function searchIndex (run: Run, table: Table, vector: Sql): Promise<void> {
+  const name = shortName(`${table.name}_search`)
+  const mark = `fastify-api-conventions search ${createHash('sha256').update(toQuery(vector).text).digest('hex').slice(0, 16)}`
+  const [[current]] = await run(sql`SELECT obj_description(to_regclass(${`${quoteIdent(table.schema)}.${quoteIdent(name)}`}), 'pg_class')`)
+  if (current === mark) return
+  await run(sql`DROP INDEX IF EXISTS ${ident(table.schema, name)}`)
+  await run(sql`CREATE INDEX ${ident(name)} ON ${table.ref} USING gin (${vector})`)
+  await run(sql`COMMENT ON INDEX ${ident(table.schema, name)} IS ${raw(`'${mark}'`)}`)
 }
 
 /** Waits for the schema's advisory lock (held until the transaction ends), then creates the schema if missing. */

@@ -1,11 +1,11 @@
 // `search=` in PostgreSQL (query/search.ts): full-text search with the 'simple' configuration
 // (no stemming, no stop words) over the text query/search.ts defines: lower() under the store's
-// case collation (JavaScript's case mapping where the server has one), then translate() with
-// FOLD's two strings (Latin accents to their letter, punctuation to a space), so each token the
-// parser finds is a word as the memory store finds it. Immutable, unlike unaccent(), which is not
-// installed everywhere (PGlite) and folds differently from the memory store: migrate (ddl.ts)
-// indexes the document of every searchable field with GIN, and a caller who may read them all
-// searches that same expression, so the index serves it.
+// case collation (JavaScript's case mapping where the server has one), then FOLD (Latin accents to
+// their letter, punctuation to a space), so each token the parser finds is a word as the memory
+// store finds it. Immutable, unlike unaccent(), which is not installed everywhere (PGlite), needs
+// an immutable wrapper to be indexed, and folds differently from the memory store (æ to ae, ß to
+// ss): migrate (ddl.ts) indexes the document of every searchable field with GIN, and a caller who
+// may read them all searches that same expression, so the index serves it.
 import { FOLD, rankedTerms } from '../../query/search.js'
 import type { Search, SearchNode } from '../../query/search.js'
 import { ident, join, raw, sql } from './sql.js'
@@ -17,8 +17,34 @@ function constant (text: string): Sql {
   return raw(`E'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`)
 }
 
-const from = constant(FOLD.from)
-const to = constant(FOLD.to)
+/** A regular expression's bracket of the characters, as code points (\uXXXX) and ranges of them. */
+function bracket (chars: readonly string[]): string {
+  const codes = chars.map(char => char.codePointAt(0) as number).sort((a, b) => a - b)
+  const hex = (code: number) => `\\u${code.toString(16).padStart(4, '0')}`
+  let text = ''
+  for (let i = 0; i < codes.length;) {
+    let last = i
+    while (last + 1 < codes.length && codes[last + 1] === codes[last] + 1) last++
+    text += last === i ? hex(codes[i]) : `${hex(codes[i])}-${hex(codes[last])}`
+    i = last + 1
+  }
+  return `[${text}]`
+}
+
+// FOLD as one regexp_replace() per replacement (a space, nothing, each base letter): about twenty
+// passes, each O(n) in the text (PostgreSQL compiles an expression once per session and matches a
+// bracket by a table lookup per character). translate(), used before, looks each character up in
+// the whole table, O(n × 431): 0.4 to 0.8 ms per 360-character title, on every write and in every
+// index build (benchmarks/README.md, "Search"). No replacement is a character FOLD maps, so the
+// passes do not interact: each character is replaced once, as by a table.
+const byReplacement = new Map<string, string[]>()
+for (const [char, replacement] of FOLD) byReplacement.set(replacement, [...(byReplacement.get(replacement) ?? []), char])
+const passes: Array<[Sql, Sql]> = [...byReplacement].map(([replacement, chars]) => [constant(bracket(chars)), constant(replacement)])
+
+/** The text, folded as FOLD maps each character. */
+export function fold (text: Sql): Sql {
+  return passes.reduce((folded, [pattern, replacement]) => sql`regexp_replace(${folded}, ${pattern}, ${replacement}, 'g')`, text)
+}
 
 /** The tsvector of a record's searched fields, one after the other (as query/search.ts documentOf joins them). */
 export function documentVector (table: Table, fields: readonly string[], alias: string | null, caseCollation: string): Sql {
@@ -27,7 +53,7 @@ export function documentVector (table: Table, fields: readonly string[], alias: 
     return sql`coalesce(${alias === null ? ident(name) : ident(alias, name)}, '')`
   })
   const text = texts.length === 1 ? texts[0] : join(texts, " || ' ' || ")
-  return sql`to_tsvector('simple'::regconfig, translate(lower((${text}) COLLATE ${ident(caseCollation)}), ${from}, ${to}))`
+  return sql`to_tsvector('simple'::regconfig, ${fold(sql`lower((${text}) COLLATE ${ident(caseCollation)})`)})`
 }
 
 /** The expression as tsquery text; the words hold only letters and digits, so quoting them is safe. */
