@@ -5,7 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { ChangeRecord, Store } from '../stores/store.js'
 import type { ShownChange } from './present.js'
-import { pause, retryPauses, tailLog } from './tail.js'
+import { retrying, tailLog } from './tail.js'
 import type { Wakeups } from './wakeups.js'
 
 export interface Consumer {
@@ -23,22 +23,17 @@ export function changeConsumer (onChange: (change: ShownChange) => void | Promis
   async function run () {
     // Null until the head is read: a store unreachable at start is retried like a failing call.
     let after: bigint | null = null
-    let retry = retryPauses.first
-    while (!stopping.signal.aborted) {
-      try {
-        after ??= BigInt((await log.readChanges({ after: null, limit: 0, resources: null })).head)
-        for await (const change of tailLog(log, wakeups, { after, signal: stopping.signal })) {
-          const shown = present(change)
-          if (shown !== null) await onChange(shown)
-          after = BigInt(change.position)
-          retry = retryPauses.first
-        }
-      } catch (error) {
-        logger.warn({ err: error, after: after === null ? null : String(after), retryInMs: retry }, 'api-conventions: the changes.onChange hook (or reading the change log) failed; trying again')
-        await pause(retry, stopping.signal)
-        retry = Math.min(retry * 2, retryPauses.last)
+    await retrying(stopping.signal, async healthy => {
+      after ??= BigInt((await log.readChanges({ after: null, limit: 0, resources: null })).head)
+      for await (const change of tailLog(log, wakeups, { after, signal: stopping.signal })) {
+        const shown = present(change)
+        if (shown !== null) await onChange(shown)
+        after = BigInt(change.position)
+        healthy()
       }
-    }
+    }, (error, retryInMs) => {
+      logger.warn({ err: error, after: after === null ? null : String(after), retryInMs }, 'api-conventions: the changes.onChange hook (or reading the change log) failed; trying again')
+    })
   }
 
   return {

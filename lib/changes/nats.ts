@@ -9,7 +9,7 @@ import type { ChangeRecord, Store } from '../stores/store.js'
 import type { ResolvedNats } from './options.js'
 import type { ShownChange } from './present.js'
 import type { Wakeups } from './wakeups.js'
-import { pause, retryPauses, tailLog } from './tail.js'
+import { retrying, tailLog } from './tail.js'
 
 type Nats = typeof import('nats')
 type Connection = Awaited<ReturnType<Nats['connect']>>
@@ -98,26 +98,21 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
   }
 
   async function run () {
-    let retry = retryPauses.first
     let failing = false
-    const healthy = () => {
-      if (failing) logger.info({ stream }, 'api-conventions: publishing changes to NATS again')
-      failing = false
-      retry = retryPauses.first
-    }
-    while (!stopping.signal.aborted) {
-      try {
-        connection = await nats.connect({ reconnect: false, timeout: 5000, ...settings.connection, servers: [...settings.servers] })
-        await tail(connection, healthy)
-      } catch (error) {
-        failing = true
-        logger.warn({ err: error, stream, retryInMs: retry }, 'api-conventions: publishing changes to NATS failed; retrying')
-        await connection?.close().catch(() => {})
-        connection = null
-        await pause(retry, stopping.signal)
-        retry = Math.min(retry * 2, retryPauses.last)
+    await retrying(stopping.signal, async reset => {
+      const healthy = () => {
+        if (failing) logger.info({ stream }, 'api-conventions: publishing changes to NATS again')
+        failing = false
+        reset()
       }
-    }
+      connection = await nats.connect({ reconnect: false, timeout: 5000, ...settings.connection, servers: [...settings.servers] })
+      await tail(connection, healthy)
+    }, async (error, retryInMs) => {
+      failing = true
+      logger.warn({ err: error, stream, retryInMs }, 'api-conventions: publishing changes to NATS failed; retrying')
+      await connection?.close().catch(() => {})
+      connection = null
+    })
   }
 
   return {

@@ -9,10 +9,10 @@ const batchSize = 100
 /** The longest wait for a wake-up before reading the log again anyway. */
 const idleWait = 30_000
 /** After a failure, a follower of the log pauses this long first, doubled after each one up to `last`. */
-export const retryPauses = { first: 1000, last: 30_000 }
+const retryPauses = { first: 1000, last: 30_000 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-export function pause (ms: number, signal: AbortSignal): Promise<void> {
+function pause (ms: number, signal: AbortSignal): Promise<void> {
   return new Promise(resolve => {
     const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve() }
     const timer = setTimeout(done, ms)
@@ -30,6 +30,25 @@ export interface TailOptions {
   readonly caughtUp?: () => void
   /** A reader left behind by the purge fails with 410 changes-expired, rather than skip what was purged. */
   readonly expires?: boolean
+}
+
+/**
+ * Runs `attempt` again and again until `signal` aborts: after each failure, `failed` is told the
+ * error and the pause before the next attempt (1 s, doubling up to 30 s). `attempt` calls the
+ * `healthy` it is given after each step that went well, which starts the pauses over.
+ */
+export async function retrying (signal: AbortSignal, attempt: (healthy: () => void) => Promise<void>, failed: (error: unknown, retryInMs: number) => Promise<void> | void): Promise<void> {
+  let retry = retryPauses.first
+  const healthy = () => { retry = retryPauses.first }
+  while (!signal.aborted) {
+    try {
+      await attempt(healthy)
+    } catch (error) {
+      await failed(error, retry)
+      await pause(retry, signal)
+      retry = Math.min(retry * 2, retryPauses.last)
+    }
+  }
 }
 
 /** The changes after `after`, in order, waiting at the head for more, until `signal` aborts. */
