@@ -196,6 +196,7 @@ t.test('definitions the rules cannot serve stop registration', async t => {
   t.match(await attempt({ rules: { fields: { nonesuch: {} } } }), /posts\.rules\.fields\.nonesuch: names no field/)
   t.match(await attempt({ rules: { fields: { title: { read: () => false } } } }), /cannot be hidden/)
   t.match(await attempt({ rules: { fields: { secret: { reed: () => false } } } }), /posts\.rules\.fields\.secret\.reed is not a known key; did you mean "read"\?/)
+  t.match(await attempt({ rules: { fields: { secret: { shownOnCreate: 'yes' } } } }), /posts\.rules\.fields\.secret\.shownOnCreate: must be a boolean/)
   t.match(await attempt({ rules: { raed: 'title eq 1' } }), /posts\.rules\.raed is not a known key; did you mean "read"\?/)
   t.match(await attempt({ serverValues: { title: { on: 'create', value: () => 'x' } } }), /posts\.serverValues\.title: must name a read-only field/)
   t.match(await attempt({ serverValues: { ownerId: { on: 'sometimes', value: () => 'x' } } }), /on must be 'create' or 'write'/)

@@ -120,6 +120,25 @@ for (const where of places('webhooks')) {
     const deliveries = async (caller: string, id: string) => (await api(caller, 'GET', `/v1/webhooks/${id}/deliveries?pageSize=100`)).body.data.deliveries
     const newAuthor = async () => (await api('alice', 'POST', '/v1/authors', { body: { name: 'Ann' } })).body.data.author
 
+    t.test('a subscription made in a batch or answered 202 shows its secret in that answer only', async t => {
+      const secret = /^whsec_[A-Za-z0-9+/]{43}=$/
+      const batched = await api('alice', 'POST', '/v1/batch', { body: { operations: [{ op: 'create', resource: 'webhooks', data: { url: hook.url('/batched') } }] } })
+      t.equal(batched.status, 200)
+      const [result] = batched.body.data.results
+      t.match(result, { status: 201, data: { webhook: { url: hook.url('/batched'), secret } } })
+      t.notOk('secret' in (await api('alice', 'GET', `/v1/webhooks/${result.data.webhook.id as string}`)).body.data.webhook)
+      const accepted = await api('alice', 'POST', '/v1/webhooks', { body: { url: hook.url('/later') }, headers: { prefer: 'respond-async' } })
+      t.equal(accepted.status, 202)
+      const outcome = await until(async () => {
+        const monitor = await api('alice', 'GET', accepted.headers.get('location') as string)
+        return monitor.body.data.operation.status === 'succeeded' && monitor.body.data.operation
+      }, 'the CREATE is done')
+      const made = await api('alice', 'GET', outcome.result.location)
+      t.equal(made.status, 200)
+      t.notOk('secret' in made.body.data.webhook)
+      t.match(outcome.result, { status: 201, data: { webhook: { id: made.body.data.webhook.id, secret } } }, 'the monitor keeps the CREATE answer, secret included')
+    })
+
     t.test('a delivery carries the change, signed with the secret of the CREATE answer; the secret is never shown again', async t => {
       const created = await api('alice', 'POST', '/v1/webhooks', { body: { url: hook.url('/signed'), resources: ['authors'] } })
       t.equal(created.status, 201)

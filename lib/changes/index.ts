@@ -81,10 +81,6 @@ export function setUpChanges (settings: ResolvedChanges, models: readonly Resour
       app.addHook('onReady', async function startWebhooks () { hooks.start() })
       // Before the store closes (onClose), so that an attempt cut short is handed back at once.
       app.addHook('preClose', async function stopWebhooks () { await hooks.stop() })
-      // The CREATE answer of a subscription is the only one that carries its secret.
-      app.addHook('preSerialization', async function revealWebhookSecret (request, reply, payload) {
-        return request.routeOptions.config.route?.resource === webhooksModel ? await hooks.revealSecret(request, reply, payload) : payload
-      })
       return hooks.specs(context, schemaOptionsFor(context))
     },
     spec (context, schemaOptions, app) {

@@ -138,7 +138,7 @@ export function webhooksResource (settings: ResolvedWebhooks, store: Store, reso
     rules: {
       read: mine,
       write: mine,
-      fields: { secret: { read: never, write: never }, principal: { read: never, write: never } }
+      fields: { secret: { read: never, write: never, shownOnCreate: true }, principal: { read: never, write: never } }
     },
     serverValues: {
       secret: { on: 'create', value: () => `whsec_${randomBytes(32).toString('base64')}` },
@@ -223,8 +223,6 @@ export interface Webhooks {
   readonly stop: () => Promise<void>
   /** The routes of a subscription's deliveries. */
   readonly specs: (context: OperationContext, schemaOptions: SchemaOptions) => RouteSpec[]
-  /** Adds the secret to the CREATE answer (the only answer that carries it). */
-  readonly revealSecret: (request: FastifyRequest, reply: FastifyReply, payload: unknown) => Promise<unknown>
 }
 
 /**
@@ -535,14 +533,6 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
     return [list, retry]
   }
 
-  async function revealSecret (request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-    const webhook = (payload as { data?: { webhook?: Fields } } | null)?.data?.webhook
-    if (reply.statusCode !== 201 || request.method !== 'POST' || webhook === undefined) return payload
-    const stored = await store.get(webhooksModel, webhook.id as string)
-    if (stored === null) return payload
-    return { ...(payload as object), data: { webhook: { ...webhook, secret: stored.data.secret } } }
-  }
-
   return {
     start () {
       running = [fanOutLoop(), sendLoop()]
@@ -552,8 +542,7 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
       await Promise.all([...running, purge.settled()])
       poster.close()
     },
-    specs,
-    revealSecret
+    specs
   }
 }
 

@@ -57,12 +57,17 @@ export function writeOperations (model: ResourceModel, context: OperationContext
   const outOfReach = `This change would put the ${model.singular} out of your reach.`
 
   /** The answer with the record as written: its validators, Preference-Applied, and the body unless `return=minimal`. */
+  /** The fields a CREATE answer carries whatever `read` says (FieldRule.shownOnCreate). */
+  const shownOnCreate = [...rules?.fields ?? []].filter(([, rule]) => rule.shownOnCreate === true).map(([name]) => name)
+
   function written (input: OperationInput, record: StoredRecord, view: View, status: number, extra?: Record<string, string>): Outcome {
     const headers = { ...validatorHeaders(formatETag(record.version, variantTag(recordVariant(view, input.format))), record.modifiedAt), ...extra }
     const preferred = input.returnPreference
     if (preferred !== undefined) headers['preference-applied'] = `return=${preferred}`
     if (preferred === 'minimal') return { status: status === 201 ? 201 : 204, headers, body: null }
-    return { status, headers, body: singleBody(context.envelope, model, project(record.data, readableFields(view))) }
+    let shown = project(record.data, readableFields(view))
+    if (status === 201) for (const name of shownOnCreate) if (!(name in shown) && record.data[name] !== undefined) shown = { ...shown, [name]: record.data[name] }
+    return { status, headers, body: singleBody(context.envelope, model, shown) }
   }
 
   /** Reads the record a write applies to, as the caller sees it, and checks the input's preconditions against it. */

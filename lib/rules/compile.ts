@@ -12,7 +12,7 @@ import { keepBounded } from '../bounded.js'
 type Principal = unknown
 
 const ruleKeys = knownKeys({ read: true, write: true, fields: true } satisfies Record<keyof ResourceRules<unknown, unknown>, true>)
-const fieldRuleKeys = knownKeys({ read: true, write: true } satisfies Record<keyof FieldRule<unknown>, true>)
+const fieldRuleKeys = knownKeys({ read: true, write: true, shownOnCreate: true } satisfies Record<keyof FieldRule<unknown>, true>)
 const serverValueKeys = knownKeys({ on: true, value: true } satisfies Record<keyof ServerValue<unknown, unknown, unknown>, true>)
 const hookKeys = knownKeys({ beforeWrite: true, afterWrite: true } satisfies Record<keyof WriteHooks<unknown, unknown>, true>)
 
@@ -107,6 +107,7 @@ export function compileRules (model: ResourceModel, definition: ApplicationRules
     if (!model.fields.has(name)) throw new ResourceInvalidError(at, 'names no field of the schema')
     if (name === model.idField || model.mandatory.includes(name)) throw new ResourceInvalidError(at, 'the id and required fields are always returned, so they cannot be hidden')
     refuseUnknownKeys(rule, fieldRuleKeys, at, message => new ResourceInvalidError(at, message))
+    if (rule.shownOnCreate !== undefined && typeof rule.shownOnCreate !== 'boolean') throw new ResourceInvalidError(`${at}.shownOnCreate`, 'must be a boolean')
     fields.set(name, rule)
   }
   const values = new Map<string, ServerValue<unknown, unknown, Principal>>()

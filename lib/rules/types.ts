@@ -18,6 +18,12 @@ export type RowRule<P> = string | ((principal: P | null) => string | null)
 export interface FieldRule<P> {
   readonly read?: ((principal: P | null) => boolean) | undefined
   readonly write?: ((principal: P | null) => boolean) | undefined
+  /**
+   * True: the CREATE answer carries the field even where `read` refuses it, on every path that
+   * creates (a route, a batch, MCP, a 202's result), and no later answer does: a value shown once,
+   * such as a signing secret. Default false.
+   */
+  readonly shownOnCreate?: boolean | undefined
 }
 
 export interface ResourceRules<T, P> {
