@@ -179,6 +179,11 @@ t.test('the SQL change log: kept by the write that makes the change, read by res
   t.match(await store.readChanges?.({ after: BigInt(read?.changes[0].position as string), limit: 5, resources: ['books'] }), { changes: [{ id: 'e', recordId: 'b01' }], hasMore: false })
   t.equal(await store.purgeChanges?.(new Date(Date.now() + 1000)), 3)
   t.match(await store.readChanges?.({ after: null, limit: 1, resources: null }), { changes: [], hasMore: false })
+  // A schema whose name holds the numbering block's dollar-quote tag: the block takes another tag.
+  const odd = await pgliteStore({ db, schema: 'odd$numbering$schema' })
+  const oddModels = suiteModels(odd)
+  await odd.create(oddModels.authors, AUTHORS[0], change('f'))
+  t.match(await odd.readChanges?.({ after: null, limit: 5, resources: null }), { changes: [{ id: 'f', position: '1' }] })
   const unmigrated = await pgliteStore({ db, schema: 'changes_unmigrated', migrate: false })
   await t.rejects(unmigrated.prepare?.([], { idempotencyKeys: false, changes: true }) as Promise<void>, { message: /api_change_log.*migrate is false; create it: CREATE TABLE/ })
 })

@@ -1,7 +1,6 @@
 // Following the change log in position order (docs/changes.md): what the NATS publisher and the
-// host's in-process readers (`app.apiChanges`) share. Reads a batch after the last position seen,
+// `onChange` hook's consumer share. Reads a batch after the last position seen,
 // and at the head waits for a wake-up (a commit on this instance, or another's found by polling).
-import { ChangesExpiredError } from '../errors.js'
 import type { ChangeRecord, Store } from '../stores/store.js'
 import type { Wakeups } from './wakeups.js'
 
@@ -23,13 +22,10 @@ function pause (ms: number, signal: AbortSignal): Promise<void> {
 export interface TailOptions {
   /** The position to follow from; null: the oldest change kept. */
   readonly after: bigint | null
-  readonly resources?: readonly string[] | null
   /** Ends the tail (at the next read or wait). */
   readonly signal: AbortSignal
   /** Called each time the tail has caught up with the head. */
   readonly caughtUp?: () => void
-  /** A reader left behind by the purge fails with 410 changes-expired, rather than skip what was purged. */
-  readonly expires?: boolean
 }
 
 /**
@@ -53,22 +49,19 @@ export async function retrying (signal: AbortSignal, attempt: (healthy: () => vo
 
 /** The changes after `after`, in order, waiting at the head for more, until `signal` aborts. */
 export async function * tailLog (log: Required<Pick<Store, 'readChanges'>>, wakeups: Wakeups, options: TailOptions): AsyncGenerator<ChangeRecord, void, undefined> {
-  const { signal, resources = null, caughtUp, expires = false } = options
+  const { signal, caughtUp } = options
   let after = options.after
   while (!signal.aborted) {
-    const found = await log.readChanges({ after, limit: batchSize, resources })
-    if (expires && after !== null && after < BigInt(found.purgedThrough)) {
-      throw new ChangesExpiredError(`The change log no longer keeps the changes after position ${after}: read the collections again, then follow from the head.`)
-    }
+    const found = await log.readChanges({ after, limit: batchSize, resources: null })
     for (const change of found.changes) {
       yield change
       after = BigInt(change.position)
     }
     if (found.hasMore) continue
     caughtUp?.()
-    // The read saw every change up to the head (one snapshot), also those of other resources: go on from there.
-    const head = BigInt(found.head)
-    if (after === null || head > after) after = head
+    // The read saw every change up to the head (one snapshot; none above the last one read, or it
+    // was purged): go on from there.
+    after = BigInt(found.head)
     await wakeups.next(found.head, Date.now() + idleWait, signal)
   }
 }

@@ -113,13 +113,13 @@ export function changeStatements (schema: string, dropsLeadingBom: boolean) {
 
 /**
  * `update` after the transaction-scoped advisory lock (two int4 keys) in one DO block. A DO block
- * takes no parameters: the keys are integers and `update` holds only identifiers, written into
- * the block's text between dollar quotes of a tag no quoted identifier holds.
+ * takes no parameters: the keys are integers and `update` holds only identifiers (no values), written
+ * into the block's text between dollar quotes of a tag that the text does not hold (a schema's name may).
  */
 function numberingBlock (update: Sql, key1: number, key2: number): Sql {
-  const { text, values } = toQuery(update)
-  const tag = '$api_numbering$'
-  if (values.length > 0 || text.includes(tag)) throw new TypeError('the numbering statement must be plain text without the block\'s quote tag')
+  const { text } = toQuery(update)
+  let tag = '$numbering$'
+  while (text.includes(tag)) tag = `$${tag.slice(1, -1)}_$`
   return raw(`DO ${tag} BEGIN PERFORM pg_advisory_xact_lock(${key1}, ${key2}); ${text}; END ${tag}`)
 }
 
