@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { cases } from './cases.js'
 import { load, startServer, tokenAt } from './harness.js'
+import { seedPostgres } from './postgres.js'
 
 interface ProfileNode {
   readonly id: number
@@ -94,6 +95,7 @@ async function main () {
   }
   const directory = mkdtempSync(join(tmpdir(), 'bench-profile-'))
   const store = process.env.STORE === 'postgres' ? 'postgres' : 'memory'
+  if (store === 'postgres') await seedPostgres()
   const server = await startServer(side === 'baseline' ? './baseline.js' : './server.js', store, ['--cpu-prof', `--cpu-prof-dir=${directory}`], side === 'demo' ? { BENCH_DEMO: '1' } : {})
   if ('unavailable' in server) throw new Error(server.unavailable)
   const path = benchCase.tokenDepth === undefined ? benchCase.path : benchCase.path.replace('{token}', await tokenAt(server.origin, benchCase.tokenDepth))

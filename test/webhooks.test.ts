@@ -599,6 +599,37 @@ t.test('the delivery routes read the subscription once: the record authorize dec
   t.equal(reads, 3, 'one read each')
 })
 
+t.test('the fan-out: changes without subscriptions, changes no subscription wants, a backlog longer than a batch, changes purged before it read them', async t => {
+  const store = memoryStore()
+  const hook = await receiver(t)
+  const { subscribe, newAuthor } = await pluginApp(t, store)
+  const log = store as Required<Pick<Store, 'readChanges'>>
+  const headNow = async () => (await log.readChanges({ after: null, limit: 0, resources: null })).head
+  const cursorAt = async (head: string) => await until(async () => (await store.get(cursorsModel, 'fanout'))?.data.position === head, `the cursor is at ${head}`)
+  await newAuthor()
+  await cursorAt(await headNow())
+  await subscribe('ursula', { url: hook.url('/books'), resources: ['books'] })
+  await newAuthor()
+  await cursorAt(await headNow())
+  t.same(hook.at('/books'), [], 'an author\'s change is no one\'s here: the cursor moved past it')
+
+  await subscribe('ursula', { url: hook.url('/authors'), resources: ['authors'] })
+  // Appended without a commit to wake the fan-out: its look at the head (every poll) finds them, 150 in two batches.
+  const change = (i: number) => ({ id: `backlog-${i}`, resource: 'authors', recordId: `a${i}`, operation: 'create' as const, version: 1, at: new Date(), data: { id: `a${i}`, name: 'Backlog' }, previous: null })
+  await store.appendChanges?.(Array.from({ length: 150 }, (_, i) => change(i)))
+  await until(() => hook.at('/authors').length >= 150, 'the backlog is delivered')
+  t.same(hook.at('/authors').map(request => bodyOf(request).recordId), Array.from({ length: 150 }, (_, i) => `a${i}`), 'in log order')
+
+  // Appended, then purged before the fan-out read it: only the head's look finds the gap.
+  await store.appendChanges?.([change(150)])
+  await store.purgeChanges?.(new Date(Date.now() + 1000))
+  await cursorAt(await headNow())
+  const author = await newAuthor()
+  await until(() => hook.at('/authors').length > 150, 'the next change is delivered')
+  t.match(bodyOf(hook.at('/authors')[150]), { recordId: author.id, operation: 'create' })
+  t.equal(hook.at('/authors').length, 151, 'the purged one was not')
+})
+
 t.test('a receiver that does not answer within timeout: the attempt fails, saying so', async t => {
   const hook = await receiver(t)
   hook.answer('/silent', 0)

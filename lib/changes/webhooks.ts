@@ -191,6 +191,8 @@ const [deliveriesModel, cursorsModel] = buildRegistry([
 export const webhookModels: readonly ResourceModel[] = [deliveriesModel, cursorsModel]
 
 const CURSOR = 'fanout'
+/** How long the fan-out gathers commits after the one that woke it, in milliseconds. */
+const fanOutGathering = 50
 const seqOf = (position: string) => position.padStart(20, '0')
 const batchSize = 100
 const purgeBatch = 500
@@ -250,12 +252,29 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
     return await store.create(cursorsModel, { id: CURSOR, position: '0' }).catch(async () => await store.get(cursorsModel, CURSOR) as StoredRecord)
   }
 
-  /** Fans out one batch; false when it found nothing after the cursor. */
-  async function fanOut (): Promise<{ head: string, found: boolean }> {
+  /**
+   * Fans out one batch: `found` false when there was nothing after the cursor, `full` when there
+   * is more right behind it.
+   */
+  async function fanOut (): Promise<{ head: string, found: boolean, full: boolean }> {
     const at = await cursor()
-    const read = await log.readChanges({ after: BigInt(at.data.position as string), limit: batchSize, resources: null })
-    if (read.changes.length === 0) return { head: read.head, found: false }
+    const moveCursor = async (on: Store, last: string) => {
+      const moved = await on.update(cursorsModel, CURSOR, { id: CURSOR, position: last }, { ifVersion: at.version })
+      // Another instance fanned this batch out first: this one's deliveries roll back. (The cursor,
+      // an internal record no route reaches, is never removed: the update finds it.)
+      if (moved === VERSION_MISMATCH) throw new CursorMoved()
+    }
+    const after = BigInt(at.data.position as string)
+    // The head, then the subscriptions: one made after this look is owed only changes after the head.
+    const { head } = await log.readChanges({ after: null, limit: 0, resources: null })
+    if (BigInt(head) <= after) return { head, found: false, full: false }
     const subscriptions = (await listWhere(store, webhooksModel, 'active eq true', 'id', Number.MAX_SAFE_INTEGER - 1)).map(record => record.data)
+    const read = subscriptions.length === 0 ? null : await log.readChanges({ after, limit: batchSize, resources: null })
+    if (read === null || read.changes.length === 0) {
+      // No one to deliver to, or what lay after the cursor was purged unread: the cursor moves to the head.
+      await moveCursor(store, head).catch(ignoreCursorMoved)
+      return { head, found: true, full: false }
+    }
     const deliveries: Fields[] = []
     for (const change of read.changes) {
       for (const subscription of subscriptions) {
@@ -282,29 +301,27 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
       }
     }
     const last = read.changes[read.changes.length - 1].position
-    const moveCursor = async (on: Store) => {
-      const moved = await on.update(cursorsModel, CURSOR, { id: CURSOR, position: last }, { ifVersion: at.version })
-      // Another instance fanned this batch out first: this one's deliveries roll back. (The cursor,
-      // an internal record no route reaches, is never removed: the update finds it.)
-      if (moved === VERSION_MISMATCH) throw new CursorMoved()
-    }
     // Nothing to deliver (no subscription wants these changes): the cursor moves alone, in one statement.
     const fannedOut = deliveries.length === 0
-      ? moveCursor(store)
+      ? moveCursor(store, last)
       : store.transaction(async tx => {
         for (const delivery of deliveries) await tx.create(deliveriesModel, delivery)
-        await moveCursor(tx)
+        await moveCursor(tx, last)
       })
-    await fannedOut.catch((error: unknown) => { if (!(error instanceof CursorMoved)) throw error })
+    await fannedOut.catch(ignoreCursorMoved)
     if (deliveries.length > 0) wakeSender()
-    return { head: read.head, found: true }
+    return { head: read.head, found: true, full: read.hasMore }
   }
 
   async function fanOutLoop () {
     while (!stopping.signal.aborted) {
       try {
-        const { head, found } = await fanOut()
+        const { head, found, full } = await fanOut()
+        if (full) continue
         if (!found) await wakeups.next(head, Date.now() + idleWait, stopping.signal)
+        // A moment for the commits right behind, so that a busy log is fanned out in batches
+        // rather than read again after every commit (each look is five statements or more).
+        await pause(fanOutGathering, stopping.signal, new Set())
       } catch (error) {
         logger.warn({ err: error }, 'api-conventions: fanning changes out to webhooks failed; retrying')
         await pause(1000, stopping.signal, new Set())
@@ -547,3 +564,8 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
 }
 
 class CursorMoved extends Error {}
+
+/** Another instance moved the cursor first: its fan-out stands, this one's is undone. */
+function ignoreCursorMoved (error: unknown): void {
+  if (!(error instanceof CursorMoved)) throw error
+}

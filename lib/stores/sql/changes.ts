@@ -25,9 +25,12 @@ function changesTables (schema: string): Sql[] {
   const table = ident(schema, CHANGES_TABLE)
   return [
     // json, not jsonb: the record's members stay in the order written, and nothing is parsed on insert.
-    // `written`, `index`: the order the changes of one round of numbering take.
-    sql`CREATE TABLE ${table} (id text PRIMARY KEY, position bigint UNIQUE, written timestamptz NOT NULL, index integer NOT NULL,
+    // `written`, `index`: the order the changes of one round of numbering take. Few indexes, since
+    // every change is written twice (appended, then numbered): no key on `id` (a UUIDv7 made once
+    // per change; numbering finds its rows by ctid), positions unique where given.
+    sql`CREATE TABLE ${table} (id text NOT NULL, position bigint, written timestamptz NOT NULL, index integer NOT NULL,
       resource text NOT NULL, record_id text NOT NULL, operation text NOT NULL, version integer NOT NULL, at timestamptz NOT NULL, data json, previous json)`,
+    sql`CREATE UNIQUE INDEX ${ident(`${CHANGES_TABLE}_position`)} ON ${table} (position) WHERE position IS NOT NULL`,
     sql`CREATE INDEX ${ident(`${CHANGES_TABLE}_at`)} ON ${table} (at)`,
     sql`CREATE INDEX ${ident(`${CHANGES_TABLE}_unnumbered`)} ON ${table} (written, index) WHERE position IS NULL`,
     sql`CREATE TABLE IF NOT EXISTS ${ident(schema, PURGED_TABLE)} (one boolean PRIMARY KEY DEFAULT true CHECK (one), through bigint NOT NULL)`,
@@ -90,8 +93,8 @@ export function changeStatements (schema: string, dropsLeadingBom: boolean) {
      * is written after it.
      */
     numbering: numberingBlock(sql`WITH base AS (SELECT greatest((SELECT coalesce(max(position), 0) FROM ${log}), (SELECT through FROM ${purged})) AS n),
-        todo AS (SELECT id, row_number() OVER (ORDER BY written, index, id) AS rank FROM ${log} WHERE position IS NULL)
-      UPDATE ${log} AS c SET position = base.n + todo.rank FROM base, todo WHERE c.id = todo.id`, digest.readInt32BE(0), digest.readInt32BE(4)),
+        todo AS (SELECT ctid AS row, row_number() OVER (ORDER BY written, index, id) AS rank FROM ${log} WHERE position IS NULL)
+      UPDATE ${log} AS c SET position = base.n + todo.rank FROM base, todo WHERE c.ctid = todo.row`, digest.readInt32BE(0), digest.readInt32BE(4)),
     /** One statement, so one snapshot: the rows, the head and the position purged through agree. */
     read ({ after, limit, resources }: ChangeQuery): Sql {
       const which = resources === null ? sql`` : sql` AND resource = ANY(${resources}::text[])`
