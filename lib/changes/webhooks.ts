@@ -265,18 +265,21 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
       if (moved === VERSION_MISMATCH) throw new CursorMoved()
     }
     const after = BigInt(at.data.position as string)
-    // The head, then the subscriptions: one made after this look is owed only changes after the head.
+    // The head, then the subscriptions, then the changes up to that head only: each of those
+    // committed before the subscriptions were listed, so every subscription made before one of
+    // them is in the list (and one made after the list is owed only changes after the head).
     const { head } = await log.readChanges({ after: null, limit: 0, resources: null })
     if (BigInt(head) <= after) return { head, found: false, full: false }
     const subscriptions = (await listWhere(store, webhooksModel, 'active eq true', 'id', Number.MAX_SAFE_INTEGER - 1)).map(record => record.data)
     const read = subscriptions.length === 0 ? null : await log.readChanges({ after, limit: batchSize, resources: null })
-    if (read === null || read.changes.length === 0) {
+    const changes = read?.changes.filter(change => BigInt(change.position) <= BigInt(head)) ?? []
+    if (read === null || changes.length === 0) {
       // No one to deliver to, or what lay after the cursor was purged unread: the cursor moves to the head.
       await moveCursor(store, head).catch(ignoreCursorMoved)
       return { head, found: true, full: false }
     }
     const deliveries: Fields[] = []
-    for (const change of read.changes) {
+    for (const change of changes) {
       for (const subscription of subscriptions) {
         const resources = subscription.resources as string[] | null
         if (resources !== null && !resources.includes(change.resource)) continue
@@ -300,7 +303,7 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
         })
       }
     }
-    const last = read.changes[read.changes.length - 1].position
+    const last = changes[changes.length - 1].position
     // Nothing to deliver (no subscription wants these changes): the cursor moves alone, in one statement.
     const fannedOut = deliveries.length === 0
       ? moveCursor(store, last)
@@ -310,7 +313,7 @@ export function createWebhooks (settings: ResolvedWebhooks, retention: number, s
       })
     await fannedOut.catch(ignoreCursorMoved)
     if (deliveries.length > 0) wakeSender()
-    return { head: read.head, found: true, full: read.hasMore }
+    return { head, found: true, full: read.hasMore || changes.length < read.changes.length }
   }
 
   async function fanOutLoop () {
