@@ -11,10 +11,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import pg from 'pg'
 import { client } from './helpers/demo-http.js'
 import type { Answer, Api } from './helpers/demo-http.js'
-import { startDemoProcess } from './helpers/demo-process.js'
+import { freshSchemaPlace, startDemoProcess } from './helpers/demo-process.js'
 import type { DemoProcess } from './helpers/demo-process.js'
 
 // Demo processes started and restarted on a loaded machine, and a lease to outlive: beyond the usual file timeout.
@@ -82,17 +81,7 @@ t.test('PGlite: kill -9 right after the last 202, restart: every write done once
 })
 
 t.test('PostgreSQL, two instances: one killed right after the last 202, restarted: every write done once', { skip: process.env.DATABASE_URL === undefined && 'needs DATABASE_URL' }, async t => {
-  const url = new URL(process.env.DATABASE_URL as string)
-  const schema = `apic_test_async_fault_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString: url.href })
-  await admin.query(`CREATE SCHEMA "${schema}"`)
-  // Registered first, so it runs after the demos' teardowns: nothing holds the schema then.
-  t.teardown(async () => {
-    await admin.query(`DROP SCHEMA "${schema}" CASCADE`)
-    await admin.end()
-  })
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  const place = { ...env, DATABASE_URL: url.href }
+  const place = await freshSchemaPlace(t, 'async_fault', env)
   // Started one after the other: the first creates the tables.
   const one = await startDemoProcess(t, place)
   const two = await startDemoProcess(t, place)

@@ -9,12 +9,11 @@
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import pg from 'pg'
 import t from 'tap'
 import type { Test } from 'tap'
 import { client } from './helpers/demo-http.js'
 import type { Api } from './helpers/demo-http.js'
-import { startDemoProcess } from './helpers/demo-process.js'
+import { freshSchemaPlace, startDemoProcess } from './helpers/demo-process.js'
 
 // Processes started on a loaded machine, and a delivery lease (the webhook timeout, 10 s, and 5 s) to outlive.
 t.setTimeout(600_000)
@@ -67,17 +66,7 @@ async function feed (api: Api): Promise<Array<{ id: string, recordId: string, ve
 }
 
 t.test('PostgreSQL, two instances, one killed mid-writes and mid-deliveries, restarted: no change lost, each delivered, repeats with the same webhook-id', { skip: process.env.DATABASE_URL === undefined && 'needs DATABASE_URL' }, async t => {
-  const url = new URL(process.env.DATABASE_URL as string)
-  const schema = `apic_test_changes_fault_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString: url.href })
-  await admin.query(`CREATE SCHEMA "${schema}"`)
-  // Registered first, so it runs after the demos' teardowns: nothing holds the schema then.
-  t.teardown(async () => {
-    await admin.query(`DROP SCHEMA "${schema}" CASCADE`)
-    await admin.end()
-  })
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  const place = { ...env, DATABASE_URL: url.href }
+  const place = await freshSchemaPlace(t, 'changes_fault', env)
   // The first instance alone until it is killed, so that the deliveries in flight then are its own.
   const one = await startDemoProcess(t, place)
   const hook = await receiver(t)

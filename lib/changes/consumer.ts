@@ -5,27 +5,18 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { ChangeRecord, Store } from '../stores/store.js'
 import type { ShownChange } from './present.js'
-import { retrying, tailLog } from './tail.js'
+import { follower, retrying, tailLog } from './tail.js'
+import type { Follower } from './tail.js'
 import type { Wakeups } from './wakeups.js'
 
-export interface Consumer {
-  /** Starts following the log (the app is ready); returns at once. */
-  readonly start: () => void
-  /** Stops after the call in flight. */
-  readonly stop: () => Promise<void>
-}
-
 export function changeConsumer (onChange: (change: ShownChange) => void | Promise<void>, log: Required<Pick<Store, 'readChanges'>>, wakeups: Wakeups,
-  present: (change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger): Consumer {
-  const stopping = new AbortController()
-  let running: Promise<void> | null = null
-
-  async function run () {
+  present: (change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger): Follower {
+  return follower(async signal => {
     // Null until the head is read: a store unreachable at start is retried like a failing call.
     let after: bigint | null = null
-    await retrying(stopping.signal, async healthy => {
+    await retrying(signal, async healthy => {
       after ??= BigInt((await log.readChanges({ after: null, limit: 0, resources: null })).head)
-      for await (const change of tailLog(log, wakeups, { after, signal: stopping.signal })) {
+      for await (const change of tailLog(log, wakeups, { after, signal })) {
         const shown = present(change)
         if (shown !== null) await onChange(shown)
         after = BigInt(change.position)
@@ -34,15 +25,5 @@ export function changeConsumer (onChange: (change: ShownChange) => void | Promis
     }, (error, retryInMs) => {
       logger.warn({ err: error, after: after === null ? null : String(after), retryInMs }, 'api-conventions: the changes.onChange hook (or reading the change log) failed; trying again')
     })
-  }
-
-  return {
-    start () {
-      running = run()
-    },
-    async stop () {
-      stopping.abort()
-      await running
-    }
-  }
+  })
 }

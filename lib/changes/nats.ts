@@ -9,7 +9,8 @@ import type { ChangeRecord, Store } from '../stores/store.js'
 import type { ResolvedNats } from './options.js'
 import type { ShownChange } from './present.js'
 import type { Wakeups } from './wakeups.js'
-import { retrying, tailLog } from './tail.js'
+import { follower, retrying, tailLog } from './tail.js'
+import type { Follower } from './tail.js'
 
 type Nats = typeof import('nats')
 type Connection = Awaited<ReturnType<Nats['connect']>>
@@ -19,24 +20,15 @@ type Manager = Awaited<ReturnType<Connection['jetstreamManager']>>
 const positionHeader = 'Api-Change-Position'
 const positionPattern = /^(0|[1-9][0-9]{0,18})$/
 
-export interface Publisher {
-  /** Starts tailing the log (the app is ready); returns at once. */
-  readonly start: () => void
-  /** Stops after the publish in flight, and drains the connection. */
-  readonly stop: () => Promise<void>
-}
-
 /**
  * The publisher of `log` to NATS. `present` shows a change as it is published (the unrestricted
  * view); `wakeups` wake it on a commit of this instance, and poll for other instances' commits.
  */
-export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<Store, 'readChanges'>>, wakeups: Wakeups, present: (change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger): Promise<Publisher> {
+export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<Store, 'readChanges'>>, wakeups: Wakeups, present: (change: ChangeRecord) => ShownChange | null, logger: FastifyBaseLogger): Promise<Follower> {
   // Loaded at registration: a missing package stops start-up, naming it.
   const nats = await importOptional<Nats>('nats', 'changes.nats')
   const { stream, subjectPrefix } = settings
-  const stopping = new AbortController()
   let connection: Connection | null = null
-  let running: Promise<void> | null = null
 
   /** The position of the last change in the stream (made when missing), null when it holds none of ours. */
   async function lastInStream (jsm: Manager): Promise<bigint | null> {
@@ -86,42 +78,39 @@ export async function natsPublisher (settings: ResolvedNats, log: Required<Pick<
    * Publishes the log from where the stream left off, then each change as it commits, until stopped
    * or failing. `healthy` is called after each publish and whenever it has caught up.
    */
-  async function tail (open: Connection, healthy: () => void) {
+  async function tail (open: Connection, healthy: () => void, signal: AbortSignal) {
     const after = await resumePoint(await open.jetstreamManager())
     logger.info({ stream, after: after === null ? null : String(after) }, 'api-conventions: publishing changes to NATS')
     const js = open.jetstream()
     // In order, one at a time: the stream's last message is then always where to resume.
-    for await (const change of tailLog(log, wakeups, { after, signal: stopping.signal, caughtUp: healthy })) {
+    for await (const change of tailLog(log, wakeups, { after, signal, caughtUp: healthy })) {
       await publish(js, change)
       healthy()
     }
   }
 
-  async function run () {
+  const publisher = follower(async signal => {
     let failing = false
-    await retrying(stopping.signal, async reset => {
+    await retrying(signal, async reset => {
       const healthy = () => {
         if (failing) logger.info({ stream }, 'api-conventions: publishing changes to NATS again')
         failing = false
         reset()
       }
       connection = await nats.connect({ reconnect: false, timeout: 5000, ...settings.connection, servers: [...settings.servers] })
-      await tail(connection, healthy)
+      await tail(connection, healthy, signal)
     }, async (error, retryInMs) => {
       failing = true
       logger.warn({ err: error, stream, retryInMs }, 'api-conventions: publishing changes to NATS failed; retrying')
       await connection?.close().catch(() => {})
       connection = null
     })
-  }
+  })
 
   return {
-    start () {
-      running = run()
-    },
+    start: publisher.start,
     async stop () {
-      stopping.abort()
-      await running
+      await publisher.stop()
       // What was published is acknowledged already; drain lets the client finish cleanly.
       await connection?.drain().catch(() => {})
       connection = null

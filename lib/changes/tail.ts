@@ -19,6 +19,27 @@ function pause (ms: number, signal: AbortSignal): Promise<void> {
   })
 }
 
+/** A loop that follows the log: `run` started when the app is ready, stopped (after the step in flight) as it closes. */
+export interface Follower {
+  readonly start: () => void
+  readonly stop: () => Promise<void>
+}
+
+/** `run` as a Follower: its signal aborts on stop, which then waits for it to return. */
+export function follower (run: (signal: AbortSignal) => Promise<void>): Follower {
+  const stopping = new AbortController()
+  let running: Promise<void> | null = null
+  return {
+    start () {
+      running = run(stopping.signal)
+    },
+    async stop () {
+      stopping.abort()
+      await running
+    }
+  }
+}
+
 export interface TailOptions {
   /** The position to follow from; null: the oldest change kept. */
   readonly after: bigint | null

@@ -2,7 +2,9 @@
 // separate processes show: nothing shared in memory between instances, a kill at any moment.
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { createInterface } from 'node:readline'
+import pg from 'pg'
 
 export interface DemoProcess {
   /** Where the server listens (no prefix), e.g. `http://127.0.0.1:41234`. */
@@ -12,6 +14,24 @@ export interface DemoProcess {
 }
 
 interface TestLike { teardown (fn: () => unknown): void }
+
+/**
+ * The demo's settings for a schema of its own in DATABASE_URL's database (`env` added): made now,
+ * dropped when `t` ends. Registered before the demos are started, its teardown runs after theirs,
+ * when nothing holds the schema any more.
+ */
+export async function freshSchemaPlace (t: TestLike, name: string, env: Record<string, string>): Promise<Record<string, string>> {
+  const url = new URL(process.env.DATABASE_URL as string)
+  const schema = `apic_test_${name}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Pool({ connectionString: url.href })
+  await admin.query(`CREATE SCHEMA "${schema}"`)
+  t.teardown(async () => {
+    await admin.query(`DROP SCHEMA "${schema}" CASCADE`)
+    await admin.end()
+  })
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return { ...env, DATABASE_URL: url.href }
+}
 
 // Demos still running when this process ends (a test timed out, say) end with it.
 const running = new Set<ChildProcess>()
