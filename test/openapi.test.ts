@@ -193,6 +193,10 @@ t.test('the demo document', async t => {
     t.same(document.servers, [{ url: '/v1' }])
     t.same(document.tags.map((tag: Json) => tag.name), ['authors', 'books', 'reviews', 'webhooks', 'batch', 'changes', 'documentation'])
     t.same(Object.keys(document.paths).filter(path => path.includes('review')).sort(), ['/books/{id}/reviews', '/reviews', '/reviews/{id}'])
+    const received = document.webhooks.change.post
+    t.equal(received.operationId, 'receiveChange', 'the delivery a subscription receives, in the 3.1 webhooks object')
+    t.same(received.parameters.map((header: Json) => header.name), ['webhook-id', 'webhook-timestamp', 'webhook-signature'])
+    t.same(received.requestBody.content['application/json'].schema, document.paths['/changes'].get.responses['200'].content['application/json'].schema.properties.data.properties.changes.items, 'the body is an item of the feed')
   })
 
   t.test('shows the shared schemas as named components', async t => {

@@ -20,6 +20,27 @@ const change: JsonSchema = {
   required: ['id', 'position', 'resource', 'recordId', 'operation', 'version', 'at']
 }
 
+/**
+ * The OpenAPI 3.1 `webhooks` entry (docs/changes.md "Webhooks"): what a subscription's url receives,
+ * a change as the subscription's owner may see it, signed as Standard Webhooks say.
+ */
+export const changeWebhook = {
+  post: {
+    operationId: 'receiveChange',
+    summary: 'A change, POSTed to a subscription\'s url',
+    description: 'One request per change the subscription\'s owner may see, in commit order for each record. Signed as Standard Webhooks say: verify `webhook-signature` against `{webhook-id}.{webhook-timestamp}.{body}` before trusting the body, and drop a `webhook-id` already handled (a delivery may come more than once).',
+    tags: ['webhooks'],
+    parameters: [
+      { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'The change\'s id: the same on every attempt, and in the body.' },
+      { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'When the attempt was made, in seconds since the epoch.' },
+      { name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+={0,2}$' }, description: '`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by the bytes of the subscription\'s secret (base64 after `whsec_`).' }
+    ],
+    requestBody: { required: true, content: { 'application/json': { schema: change } } },
+    responses: { '2XX': { description: 'Received: the delivery is done. Any other answer, or none within the timeout, is tried again on the retry schedule; after the last attempt the delivery is dead.' } },
+    security: []
+  }
+}
+
 export function changesRouteSchema (context: OperationContext, options: SchemaOptions) {
   const resources = [...context.models.keys()]
   return {

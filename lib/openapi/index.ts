@@ -8,6 +8,7 @@ import swagger from '@fastify/swagger'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
+import { changeWebhook } from '../changes/schema.js'
 import { findOptional, importOptional } from '../optional.js'
 import { pageSpec, registerRoute } from '../routes/table.js'
 import { routePrefix } from '../options.js'
@@ -58,6 +59,8 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
         { name: 'documentation', description: 'This document and the problem type pages.' }
       ],
       components: { securitySchemes: schemes },
+      // What a webhook subscription receives (OpenAPI 3.1's `webhooks`).
+      ...(options.changes?.webhooks == null ? {} : { webhooks: { change: changeWebhook } }),
       // Any one of the configured methods is enough.
       security: Object.keys(schemes).map(name => ({ [name]: [] }))
     },
