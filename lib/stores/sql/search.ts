@@ -17,7 +17,7 @@ function constant (text: string): Sql {
   return raw(`E'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`)
 }
 
-/** A regular expression's bracket of the characters, as code points (\uXXXX) and ranges of them. */
+/** A regular expression's bracket of the characters, as code points (`\u00e9`, four hex digits) and ranges of them. */
 function bracket (chars: readonly string[]): string {
   const codes = chars.map(char => char.codePointAt(0) as number).sort((a, b) => a - b)
   const hex = (code: number) => `\\u${code.toString(16).padStart(4, '0')}`
