@@ -143,7 +143,7 @@ export function parseListQuery (model: View, raw: RawQuery, context: ListQueryCo
         total: value('total') !== false
       }
   return {
-    query: { filter, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total'), search },
+    query: { filter, sort: resolved.sort, window: paging.window, limit: paging.pageSize, total: value('total'), search, reads: resolved.fields },
     pageSize: paging.pageSize,
     offset: paging.offset,
     pageOffset: paging.pageOffset,

@@ -30,4 +30,10 @@ export interface ListQuery {
    * when `sort` holds the RELEVANCE key, whose value each item then carries as `rank`.
    */
   readonly search?: Search | null
+  /**
+   * Present: the caller reads only each item's data, and of it only these fields, the sort's
+   * and the id (null: every field). A store may leave the rest unread, the version and the
+   * modification time included (0 and the epoch then). Absent: whole records.
+   */
+  readonly reads?: ReadonlySet<string> | null
 }

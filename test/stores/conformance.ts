@@ -1289,6 +1289,21 @@ export function storeSuite (t: Test, makeStore: MakeStore, options: SuiteOptions
       t.equal((await store.list(books, listQuery(books, { limit: 2 }))).total, undefined, 'not asked')
     })
 
+    t.test('a list that reads some fields gives at least those, the sort\'s and the id, as whole records hold them, in the same order and windows', async t => {
+      const whole = (await store.list(books, listQuery(books, { sort: '-rating', limit: 4 }))).items
+      for (const reads of [new Set(['title']), new Set(['title', 'year']), null]) {
+        const query = { ...listQuery(books, { sort: '-rating', limit: 4 }), reads }
+        const page = await store.list(books, query)
+        t.same(idsOf(page.items), idsOf(whole), `ids, reading ${reads === null ? 'every field' : [...reads].join()}`)
+        for (const [i, item] of page.items.entries()) {
+          for (const name of [...(reads ?? books.fields.keys()), 'rating', 'id']) t.same(item.data[name], whole[i].data[name], `${name} of ${String(item.data.id)}`)
+        }
+        const last = page.items[page.items.length - 1]
+        const next = await store.list(books, { ...query, window: { kind: 'after', values: [last.data.rating ?? null, last.data.id] } })
+        t.same(idsOf(next.items), idsOf((await store.list(books, listQuery(books, { sort: '-rating', limit: 10 }))).items).slice(4, 8), 'the next page from the last item\'s sort values')
+      }
+    })
+
     t.test('getMany: by id or by a related field, unknown values skipped, null matching null', async t => {
       const sorted = (records: readonly StoredRecord[]) => idsOf(records).sort()
       t.same(sorted(await store.getMany(books, 'authorId', ['a1', 'a3', 'zz'])), ['b01', 'b02', 'b05', 'b06', 'b07', 'b09', 'b10'])

@@ -28,7 +28,7 @@ function invalidParams (fn: () => unknown): unknown {
 
 t.test('defaults: token paging from the start, default page size, id order, no total', async t => {
   const request = parse({})
-  t.same(request.query, { filter: null, sort: [{ field: 'id', direction: 'asc' }], window: { kind: 'offset', offset: 0 }, limit: 20, total: false, search: null })
+  t.same(request.query, { filter: null, sort: [{ field: 'id', direction: 'asc' }], window: { kind: 'offset', offset: 0 }, limit: 20, total: false, search: null, reads: null })
   t.equal(request.pagingMode, 'token')
   t.equal(request.offset, undefined)
   t.equal(request.pageOffset, undefined)

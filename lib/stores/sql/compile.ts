@@ -9,7 +9,7 @@ import type { ListQuery, SortKey } from '../store.js'
 import { ident, join, raw, sql } from './sql.js'
 import type { Sql } from './sql.js'
 import { columnRef, MAIN, typed } from './table.js'
-import type { Column, Table } from './table.js'
+import type { Column, RowReader, Table } from './table.js'
 import { relevance, searchCondition } from './search.js'
 import { RELEVANCE } from '../../query/search.js'
 
@@ -27,8 +27,10 @@ export interface CompiledList {
   readonly estimate?: Sql
   /** A `before` window is read backwards from its anchor; the rows come back reversed. */
   readonly reversed: boolean
-  /** Ordered by relevance: each row ends with it, after the table's select list. */
+  /** Ordered by relevance: each row ends with it, after the record's columns. */
   readonly ranked: boolean
+  /** A page's row as a record: whole, or what the query reads of it (ListQuery.reads). */
+  readonly decode: RowReader['decode']
 }
 
 type Atom = Extract<FilterNode, { kind: 'compare' | 'in' | 'match' }>
@@ -57,7 +59,8 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
   // A `before` page is the `after` page of the reversed order (NULL stays lowest, so it flips side).
   const sort = reversed ? query.sort.map(key => ({ field: key.field, direction: key.direction === 'asc' ? 'desc' : 'asc' } as const)) : query.sort
   const order = orderOf(table, sort, rank)
-  const selectList = rank === null ? table.selectList : sql`${table.selectList}, ${rank}`
+  const reader = query.reads === undefined ? table : table.dataReader(readFields(query.reads, query.sort))
+  const selectList = rank === null ? reader.selectList : sql`${reader.selectList}, ${rank}`
   // One row more than asked tells whether more lie beyond the page.
   const limit = sql` ORDER BY ${order} LIMIT ${query.limit + 1}`
   const select = (conditions: readonly Sql[], list: Sql) => sql`SELECT ${list} FROM ${from}${whereClause(conditions)}${limit}`
@@ -81,7 +84,13 @@ export function compileList (table: Table, query: ListQuery, context: CompileCon
       page = sql`WITH ${ident(NEAR)} AS MATERIALIZED (${select([...where, near], rows)}) SELECT ${selectList} FROM (SELECT * FROM ${ident(NEAR)} UNION ALL (${select([...where, far, gate], rows)})) AS ${ident(MAIN)}${limit}`
     }
   }
-  return { page, count, estimate, reversed, ranked: rank !== null }
+  return { page, count, estimate, reversed, ranked: rank !== null, decode: reader.decode }
+}
+
+/** What a page reads of each row: the fields asked (null: all) and the sort's, whose values the next page's token holds. */
+function readFields (reads: ReadonlySet<string> | null, sort: readonly SortKey[]): ReadonlySet<string> | null {
+  if (reads === null || sort.every(key => reads.has(key.field))) return reads
+  return new Set([...reads, ...sort.map(key => key.field)])
 }
 
 /** Every row of the query, in its order, without a window: what an export's cursor reads (docs/export.md). */

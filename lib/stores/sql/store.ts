@@ -313,7 +313,7 @@ export class SqlStore implements Store {
     const on = await this.#readQuery()
     const rows = await this.#run(compiled.page, 'list', model, undefined, on)
     const hasMore = rows.length > query.limit
-    const items = rows.slice(0, query.limit).map(row => compiled.ranked ? Object.freeze({ ...table.decode(row), rank: Number(row[row.length - 1]) }) : table.decode(row))
+    const items = rows.slice(0, query.limit).map(row => compiled.ranked ? Object.freeze({ ...compiled.decode(row), rank: Number(row[row.length - 1]) }) : compiled.decode(row))
     if (compiled.reversed) items.reverse()
     let total: number | undefined
     if (compiled.count !== undefined) {

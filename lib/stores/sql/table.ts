@@ -45,6 +45,18 @@ export interface Table {
   /** The record's data as JSON, of the row aliased `t0`, as decode() makes it: what a change keeps (changes.ts). */
   readonly json: Sql
   decode (row: readonly unknown[]): StoredRecord
+  /**
+   * A reader of the data alone, of these fields (null: every field) and the id, for a list whose
+   * caller reads no more (ListQuery.reads): fewer columns to send and parse, and no version or
+   * modification time (0 and the epoch in its records).
+   */
+  dataReader (fields: ReadonlySet<string> | null): RowReader
+}
+
+/** A select list of the row aliased `t0` and what makes a record of each row it gives. */
+export interface RowReader {
+  readonly selectList: Sql
+  decode (row: readonly unknown[]): StoredRecord
 }
 
 /** Column type per field type. Text is collated "C" so it sorts by code point, like the memory store. */
@@ -118,11 +130,7 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
     throw new TypeError(`SQL store: column '${repeated}' of table ${name} would hold two things; rename it with ${where}.columns, .versionColumn or .modifiedAtColumn`)
   }
   const ordered = [...columns.values()]
-  const selectList = join([
-    ...ordered.map(column => selectColumn(column, dropsLeadingBom)),
-    ident(MAIN, version),
-    modifiedAtMillis(modifiedAt)
-  ], ', ')
+  const whole = rowReader(ordered, { version, modifiedAt }, dropsLeadingBom)
   const ref = ident(schema, name)
   const id = columns.get(model.idField) as Column
   return Object.freeze({
@@ -134,25 +142,42 @@ export function resolveTable (model: ResourceModel, schema: string, mapping: Tab
     id,
     version,
     modifiedAt,
-    selectList,
-    selectById: toQuery(sql`SELECT ${selectList} FROM ${ref} AS ${ident(MAIN)} WHERE ${ident(MAIN, id.name)} = ${''}::text`).text,
+    selectList: whole.selectList,
+    selectById: toQuery(sql`SELECT ${whole.selectList} FROM ${ref} AS ${ident(MAIN)} WHERE ${ident(MAIN, id.name)} = ${''}::text`).text,
     json: recordJson(ordered),
-    decode (row: readonly unknown[]): StoredRecord {
+    decode: whole.decode,
+    dataReader: (fields: ReadonlySet<string> | null) => fields === null
+      ? rowReader(ordered, null, dropsLeadingBom)
+      : rowReader(ordered.filter(column => column === id || fields.has(column.field.name)), null, dropsLeadingBom)
+  })
+}
+
+const EPOCH = new Date(0)
+
+/** Reads these columns, then the bookkeeping columns when named (else the record has version 0 and the epoch). */
+function rowReader (read: readonly Column[], bookkeeping: { readonly version: string, readonly modifiedAt: string } | null, dropsLeadingBom: boolean): RowReader {
+  const list = read.map(column => selectColumn(column, dropsLeadingBom))
+  const n = read.length
+  return {
+    selectList: join(bookkeeping === null ? list : [...list, ident(MAIN, bookkeeping.version), modifiedAtMillis(bookkeeping.modifiedAt)], ', '),
+    decode (row) {
       const data: Fields = {}
-      ordered.forEach((column, i) => {
+      for (let i = 0; i < n; i++) {
+        const { field } = read[i]
         const value = row[i]
         // Optional non-nullable fields that were never set stay absent, as in the memory store.
         if (value === null) {
-          if (column.field.nullable) data[column.field.name] = null
+          if (field.nullable) data[field.name] = null
         } else {
           // bigint arrives as a string from pg; the schema promises a JSON number.
-          data[column.field.name] = column.field.type === 'integer' ? Number(value) : value
+          data[field.name] = field.type === 'integer' ? Number(value) : value
         }
-      })
-      const n = ordered.length
-      return Object.freeze({ data: Object.freeze(data), version: Number(row[n]), modifiedAt: new Date(Number(row[n + 1])) })
+      }
+      return bookkeeping === null
+        ? Object.freeze({ data: Object.freeze(data), version: 0, modifiedAt: EPOCH })
+        : Object.freeze({ data: Object.freeze(data), version: Number(row[n]), modifiedAt: new Date(Number(row[n + 1])) })
     }
-  })
+  }
 }
 
 /**
