@@ -93,6 +93,39 @@ t.test('a stream whose store fails ends; a waiter whose look at the head fails w
   t.equal(waited.statusCode, 500, 'a page whose store fails is a 500, as any store failure')
 })
 
+t.test('streams waiting at the head share one read of the log per commit, and each gets the change', async t => {
+  const inner = memoryStore()
+  let reads = 0
+  const store: Store = {
+    ...inner,
+    readChanges: async query => {
+      if (query.limit > 0) reads++
+      return await (inner.readChanges as NonNullable<Store['readChanges']>)(query)
+    }
+  }
+  const app = await buildApp(t, { store, changes: { heartbeat: 60000, pollInterval: 60000 } })
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
+  const opened = Date.now()
+  const streams = await Promise.all(Array.from({ length: 12 }, async () => {
+    const res = await fetch(`${base}/v1/changes`, { headers: { accept: 'text/event-stream' } })
+    t.equal(res.status, 200)
+    return eventReader(res.body as ReadableStream<Uint8Array>)
+  }))
+  t.ok(Date.now() - opened < 10000, 'the headers came at once, though nothing was sent yet (the heartbeat is a minute away)')
+  // Each stream has read the (empty) backlog and waits at the head.
+  await new Promise(resolve => setTimeout(resolve, 50))
+  reads = 0
+  const made = await app.inject({ method: 'POST', url: '/v1/authors', headers: json, payload: { name: 'Shared' } })
+  t.equal(made.statusCode, 201)
+  for (const events of streams) {
+    const event = await events.next()
+    t.equal(event?.event, 'change')
+    t.equal(JSON.parse(event?.data ?? '{}').recordId, made.json().data.author.id)
+  }
+  t.equal(reads, 1, 'one read for the twelve streams')
+  await app.close()
+})
+
 t.test('a purge of the expired changes that fails is logged at warn; the write and the read are answered', async t => {
   const logged: string[] = []
   const inner = memoryStore()

@@ -94,9 +94,27 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
     return params.length === 0 ? base : `${base}?${params.join('&')}`
   }
 
+  /**
+   * Reads of the log begun in this turn of the event loop, by what they ask. A commit wakes every
+   * stream waiting at the head at once, and each asks for the same changes: they share one read
+   * instead of each making its own (a thousand streams, a thousand reads per commit). A read is
+   * shared only within the turn it began in, so none is answered by a read begun before it was woken.
+   */
+  const readsThisTurn = new Map<string, Promise<ChangeRead>>()
+  function readShared (after: bigint | null, limit: number, resources: readonly string[] | null): Promise<ChangeRead> {
+    const key = `${after ?? ''} ${limit} ${resources?.join(',') ?? ''}`
+    let found = readsThisTurn.get(key)
+    if (found === undefined) {
+      found = log.readChanges({ after, limit, resources })
+      readsThisTurn.set(key, found)
+      if (readsThisTurn.size === 1) setImmediate(() => readsThisTurn.clear())
+    }
+    return found
+  }
+
   /** The log after `after`, or 410 when changes after it were purged (links: the head). */
   async function read (query: FeedQuery, after: bigint | null, limit: number): Promise<ChangeRead> {
-    const found = await log.readChanges({ after, limit, resources: query.resources })
+    const found = await readShared(after, limit, query.resources)
     if (after !== null && after < BigInt(found.purgedThrough)) {
       const error = new ChangesExpiredError(`The feed no longer keeps the changes after position ${after}: read the collections again, then resume from the head.`)
       throw Object.assign(error, { links: [{ rel: 'head', href: hrefOf(found.head, query) }] })
@@ -145,6 +163,8 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
     reply.hijack()
     // Connection: close, so that a stream ended as the server closes does not leave an idle connection it waits for.
     raw.writeHead(200, { ...reply.getHeaders() as Record<string, string>, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
+    // Sent now, not with the first event: with nothing to send yet, the client would wait a heartbeat to learn the stream is open.
+    raw.flushHeaders()
     const end = () => controller.abort()
     // The response's close: the connection went (the request's fires once its body is read).
     raw.once('close', end)
