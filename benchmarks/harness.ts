@@ -32,7 +32,7 @@ export interface Server {
 }
 
 /** utime + stime of a process, from /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s). */
-function cpuSecondsOf (pid: number | undefined): number | undefined {
+export function cpuSecondsOf (pid: number | undefined): number | undefined {
   try {
     const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
