@@ -9,7 +9,8 @@
 import { problemDescription } from '../routes/http-prose.js'
 
 type Json = Record<string, unknown>
-interface Response extends Json { description: string, headers?: Record<string, Json>, content?: Record<string, Json> }
+// A problem response always has headers (Request-Id, routes/http-prose.ts problems), and a body but on a HEAD.
+interface Response extends Json { description: string, headers: Record<string, Json>, content?: Record<string, Json> }
 interface Operation { responses: Record<string, Json> }
 interface PathsObject { paths: Record<string, Record<string, Operation>> }
 
@@ -43,7 +44,7 @@ function sharedResponse (operation: Operation, statuses: readonly number[], head
   const types = new Map<string, number[]>()
   for (const status of statuses) {
     const response = operation.responses[status] as Response
-    for (const [name, header] of Object.entries(response.headers ?? {})) headers.set(name, [...headers.get(name) ?? [], [status, header]])
+    for (const [name, header] of Object.entries(response.headers)) headers.set(name, [...headers.get(name) ?? [], [status, header]])
     Object.assign(content, response.content)
     const own = Object.keys(response.content ?? {}).join(' and ')
     types.set(own, [...types.get(own) ?? [], status])
@@ -57,8 +58,8 @@ function sharedResponse (operation: Operation, statuses: readonly number[], head
   const headerProse = [...byStatuses].map(([on, names]) => `${listed(names)} ${on}`).join('; ')
   const bodies = [...types].map(([type, on]) => `${type} ${where(on, statuses)}`).join('; ')
   const intro = head
-    ? 'The problems its GET documents, without a body; of them, these any operation may answer, whatever it does (x-statuses):'
-    : 'The problems any operation may answer, whatever it does (x-statuses); this operation\'s own are listed by status:'
+    ? 'A HEAD answers the problems of its GET without a body: those the GET lists by status, and these, which any operation may answer whatever it does (x-statuses lists them):'
+    : 'The problems any operation may answer whatever it does (x-statuses lists them); the problems of this operation\'s own are listed by status beside this response:'
   return {
     description: [
       intro,
@@ -79,9 +80,10 @@ export function compactResponses<T extends PathsObject> (openapi: T, shared: rea
       const head = method === 'head'
       const responses: Record<string, Json> = {}
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, Response]>) {
-        const problem = Number(status) >= 400
-        const inDefault = statuses.includes(Number(status)) && response.description === problemDescription(Number(status))
-        if (!problem || !(head || inDefault)) responses[status] = response
+        const code = Number(status)
+        // A problem the default stands for, in the words it gives; or any on a HEAD, whose GET lists them.
+        const covered = head || (statuses.includes(code) && response.description === problemDescription(code))
+        if (code < 400 || !covered) responses[status] = response
       }
       responses.default = sharedResponse(operation, statuses, head)
       operation.responses = responses
