@@ -106,7 +106,8 @@ export function demoPluginOptions (config: DemoConfig, store: Store, redis?: Red
     },
     // /v1/mcp: AI agents use the API with their caller's token and rights (docs/mcp.md).
     mcp: config.mcp,
-    openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' } },
+    // Compact: the problems every operation can answer as one `default` each (200 KB instead of 232 KB; docs/openapi.md "The document's size").
+    openapi: { title: 'Books demo API', version: '1.0.0', description: 'Authors, their books and readers\' reviews: the demo service of fastify-api-conventions.', license: { name: 'MIT', identifier: 'MIT' }, detail: 'compact' },
     ...demoSecurityOptions(config, redis)
   }
 }

@@ -103,7 +103,7 @@ export default apiConventions
 
 export { defineResource } from './define.js'
 export type { ResourceDefinition, RelationDefinition, RecordOf } from './define.js'
-export type { ApiConventionsOptions, OpenApiLicense } from './options.js'
+export type { ApiConventionsOptions, OpenApiDetail, OpenApiLicense } from './options.js'
 export { memoryStore } from './stores/memory.js'
 export type { MemoryStoreOptions } from './stores/memory.js'
 export { postgresStore, pgliteStore } from './stores/sql/index.js'

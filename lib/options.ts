@@ -103,8 +103,11 @@ export interface ApiConventionsOptions {
   /**
    * The OpenAPI document's `info`. Default title `HTTP JSON API`, version `1.0.0`, a description of
    * the resources, no license. `license`: the API's terms, an SPDX `identifier` or a `url` (not both).
+   * `detail`: `'full'` (the default) lists every problem status of each operation as a response of
+   * its own; `'compact'` lists those every operation can answer (401, 403, 405 …) as one `default`
+   * response per operation, and a HEAD's other problems only on its GET (docs/openapi.md "The document's size").
    */
-  readonly openapi?: { readonly title?: string | undefined, readonly version?: string | undefined, readonly description?: string | undefined, readonly license?: OpenApiLicense | undefined } | undefined
+  readonly openapi?: { readonly title?: string | undefined, readonly version?: string | undefined, readonly description?: string | undefined, readonly license?: OpenApiLicense | undefined, readonly detail?: OpenApiDetail | undefined } | undefined
   /**
    * The reference page at `{prefix}/docs`, rendered by `@scalar/fastify-api-reference` (an optional
    * peer dependency). `true` needs the package (registration fails without it); `false` serves no
@@ -156,7 +159,7 @@ export interface ResolvedOptions {
   readonly async: ResolvedAsync | null
   readonly changes: ResolvedChanges | null
   readonly mcp: ResolvedMcp | null
-  readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined, readonly license: OpenApiLicense | undefined }
+  readonly openapi: { readonly title: string, readonly version: string, readonly description: string | undefined, readonly license: OpenApiLicense | undefined, readonly detail: OpenApiDetail }
   /** Undefined: the page when its package is installed. */
   readonly docsPage: boolean | undefined
   readonly metrics: MetricsCollector | null
@@ -205,11 +208,14 @@ const optionKeys = knownKeys({
   logSerializers: true
 } satisfies Record<keyof ApiConventionsOptions | 'prefix' | 'logLevel' | 'logSerializers', true>)
 
-const openApiKeys = knownKeys({ title: true, version: true, description: true, license: true } satisfies Record<keyof NonNullable<ApiConventionsOptions['openapi']>, true>)
+const openApiKeys = knownKeys({ title: true, version: true, description: true, license: true, detail: true } satisfies Record<keyof NonNullable<ApiConventionsOptions['openapi']>, true>)
 const licenseKeys = knownKeys({ name: true, identifier: true, url: true } satisfies Record<keyof OpenApiLicense, true>)
 
 /** OpenAPI 3.1's License Object: a name, and an SPDX identifier or a URL. */
 export interface OpenApiLicense { readonly name: string, readonly identifier?: string | undefined, readonly url?: string | undefined }
+
+/** How the document lists the problems every operation can answer: one response each (`full`), or one `default` (`compact`). */
+export type OpenApiDetail = 'full' | 'compact'
 
 /**
  * The prefix every route of the plugin begins with. Fastify registers `/v1/` + `/books` as
@@ -218,11 +224,12 @@ export interface OpenApiLicense { readonly name: string, readonly identifier?: s
  */
 export const routePrefix = (app: FastifyInstance): string => app.prefix.endsWith('/') ? app.prefix.slice(0, -1) : app.prefix
 
-function oneOf<T extends string> (options: Record<string, unknown>, name: string, allowed: readonly T[], fallback: T): T {
+/** `options[name]`, one of `allowed`; `path` names the object it is in (`openapi.`), for the error. */
+function oneOf<T extends string> (options: Record<string, unknown>, name: string, allowed: readonly T[], fallback: T, path = ''): T {
   const value = options[name]
   if (value === undefined) return fallback
   if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T
-  throw new OptionsInvalidError(`${name} must be one of ${allowed.map(a => `'${a}'`).join(', ')}, received ${JSON.stringify(value)}`)
+  throw new OptionsInvalidError(`${path}${name} must be one of ${allowed.map(a => `'${a}'`).join(', ')}, received ${JSON.stringify(value)}`)
 }
 
 function flag (options: Record<string, unknown>, name: string, fallback = false): boolean {
@@ -292,7 +299,7 @@ export function resolveOptions (given: ApiConventionsOptions): ResolvedOptions {
 
 function resolveOpenApiInfo (value: unknown): ResolvedOptions['openapi'] {
   const given = (value ?? {}) as Record<string, unknown>
-  if (typeof given !== 'object') throw new OptionsInvalidError(`openapi must be an object { title?, version?, description?, license? }, received ${JSON.stringify(value)}`)
+  if (typeof given !== 'object') throw new OptionsInvalidError(`openapi must be an object { title?, version?, description?, license?, detail? }, received ${JSON.stringify(value)}`)
   refuseUnknownKeys(given, openApiKeys, 'openapi')
   const text = (from: Record<string, unknown>, path: string, name: string, fallback?: string) => {
     const field = from[name] ?? fallback
@@ -313,6 +320,7 @@ function resolveOpenApiInfo (value: unknown): ResolvedOptions['openapi'] {
     title: text(given, 'openapi', 'title', 'HTTP JSON API'),
     version: text(given, 'openapi', 'version', '1.0.0'),
     description: text(given, 'openapi', 'description'),
-    license: license === undefined ? undefined : Object.freeze({ ...license }) as unknown as OpenApiLicense
+    license: license === undefined ? undefined : Object.freeze({ ...license }) as unknown as OpenApiLicense,
+    detail: oneOf(given, 'detail', ['full', 'compact'], 'full', 'openapi.')
   })
 }

@@ -2,7 +2,9 @@
 // requests provoke every status the document lists, each answer is listed for its operation, and
 // its body validates against the documented schema for its media type with Ajv (JSON Schema
 // 2020-12, as OpenAPI 3.1 uses). XML bodies are read by the document's XML Objects, as a
-// schema-driven XML client would read them, and must then equal the JSON representation.
+// schema-driven XML client would read them, and must then equal the JSON representation. The
+// first app's document is compact, as the demo's: its statuses include those each `default`
+// lists in `x-statuses`; the second's is full.
 import { connect } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
@@ -15,7 +17,7 @@ import apiConventions, { createClientErrorHandler, errors, memoryStore } from '.
 import type { ApiConventionsOptions, Store } from '../lib/index.js'
 import { demoResources } from '../demo/schemas/index.js'
 import { auth, testAuth } from './helpers/auth.js'
-import { inlined } from './helpers/openapi.js'
+import { everyStatus, inlined } from './helpers/openapi.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -168,7 +170,7 @@ function checker (document: Json) {
 }
 
 async function runCases (t: Test, app: FastifyInstance, cases: readonly Case[], provoked: Set<number>, fault?: { error?: Error, errors?: Record<string, Error> }) {
-  const check = checker(inlined((await app.inject({ url: '/v1/openapi.json' })).json()))
+  const check = checker(everyStatus(inlined((await app.inject({ url: '/v1/openapi.json' })).json())))
   for (const one of cases) {
     await t.test(one.name, async t => {
       if (fault !== undefined) fault.error = fault.errors?.[one.name]
@@ -196,7 +198,7 @@ function rawExchange (port: number, data: string): Promise<{ statusCode: number,
   })
 }
 
-const statusesOf = (served: Json) => new Set(Object.values(inlined(served).paths as Json).flatMap(item => Object.values(item as Json).flatMap(operation => Object.keys(operation.responses).map(Number))))
+const statusesOf = (served: Json) => new Set(Object.values(everyStatus(inlined(served)).paths as Json).flatMap(item => Object.values(item as Json).flatMap(operation => Object.keys(operation.responses).map(Number))))
 
 const write = auth.write
 const writeJson = auth.writeJson
@@ -205,7 +207,7 @@ const origin = 'https://app.example.com'
 
 t.test('every documented status is sent, every status sent is documented, and each body matches its schema', async t => {
   const fault: { error?: Error, errors?: Record<string, Error> } = {}
-  const app = await build(t, { cors: { origins: [origin] }, bodyLimit: 4096, maxQueryLength: 200 }, faultyResources(fault))
+  const app = await build(t, { cors: { origins: [origin] }, bodyLimit: 4096, maxQueryLength: 200, openapi: { detail: 'compact' } }, faultyResources(fault))
   fault.errors = {
     '500: a store failure': new Error('the disk is on fire'),
     '500 in XML': new Error('the disk is on fire'),
@@ -269,7 +271,7 @@ t.test('every documented status is sent, every status sent is documented, and ea
   // The connection limits, answered before routing (createClientErrorHandler), over real sockets.
   await app.listen({ port: 0, host: '127.0.0.1' })
   const port = (app.server.address() as { port: number }).port
-  const check = checker(inlined((await app.inject({ url: '/v1/openapi.json' })).json()))
+  const check = checker(everyStatus(inlined((await app.inject({ url: '/v1/openapi.json' })).json())))
   const tooLarge = await rawExchange(port, `GET /v1/books HTTP/1.1\r\nHost: x\r\nX-Big: ${'x'.repeat(3000)}\r\n\r\n`)
   check(t, { name: '431', path: '/books', method: 'get', status: 431, request: {} }, tooLarge)
   const slow = await rawExchange(port, 'GET /v1/books HTTP/1.1\r\nHost: x\r\n')
@@ -288,6 +290,10 @@ t.test('every documented status is sent, every status sent is documented, and ea
     { name: '429: too many requests', path: '/authors', method: 'get', status: 429, request: { url: '/v1/authors', headers: { ...write, accept: 'application/problem+xml' } } }
   ], provoked)
 
-  const documented = new Set([...statusesOf((await app.inject({ url: '/v1/openapi.json' })).json()), ...statusesOf((await other.inject({ url: '/v1/openapi.json' })).json())])
+  // The statuses the compact document gives only in x-statuses were provoked above like the others.
+  const compact = (await app.inject({ url: '/v1/openapi.json' })).json()
+  t.same(compact.components.responses.default['x-statuses'], [401, 403, 405, 406, 408, 414, 417, 431, 500])
+  t.same(Object.keys(compact.paths['/books'].get.responses), ['200', '304', '400', '412', '503', 'default'], 'the first app\'s document is compact')
+  const documented = new Set([...statusesOf(compact), ...statusesOf((await other.inject({ url: '/v1/openapi.json' })).json())])
   t.same([...provoked].sort(), [...documented].sort(), 'each documented status was provoked, and only those')
 })

@@ -1,6 +1,8 @@
 // The OpenAPI 3.1 definition (spec "What the service does" 2, 3): the demo's document and
 // a second app with other options each validate against OpenAPI 3.1, pass Spectral's spectral:oas
 // with zero errors, describe every route the plugin registers, and are served without credentials.
+// The demo's is compact (openapi.detail 'compact': the problems every operation can answer as one
+// `default` each); the second app's, and the demo's in full, list each problem status.
 import t from 'tap'
 import type { Test } from 'tap'
 import Fastify from 'fastify'
@@ -15,7 +17,7 @@ import type { ApiConventionsOptions, Store } from '../lib/index.js'
 import { buildDemoApp } from '../demo/app.js'
 import { loadConfig } from '../demo/config.js'
 import { demoResources } from '../demo/schemas/index.js'
-import { inlined } from './helpers/openapi.js'
+import { demoInFull, inlined } from './helpers/openapi.js'
 
 type Json = Record<string, any>
 interface Operation { readonly path: string, readonly method: string, readonly operation: Json }
@@ -133,7 +135,8 @@ function checkInvariants (t: Test, document: Json, problemRef: string) {
       t.same(response.content['application/problem+json'].schema, { $ref: problemRef }, `${where} ${status} JSON refers to the configured problem form`)
       if (xml) t.same(response.content['application/problem+xml'].schema, { $ref: problemXmlRef }, `${where} ${status} XML refers to the bare problem`)
     }
-    if (method !== 'head') t.ok(operation.responses['405']?.headers?.Allow, `${where} documents 405 with Allow`)
+    // 405 has a response of its own, or is one of the default's (openapi.detail 'compact').
+    if (method !== 'head') t.ok((operation.responses['405'] ?? operation.responses.default)?.headers?.Allow, `${where} documents 405 with Allow`)
   }
   t.match(document.components.schemas.Problem.xml, { name: 'problem', namespace: 'urn:ietf:rfc:7807' }, 'the XML problem is <problem> in the RFC 7807 namespace')
 }
@@ -148,6 +151,41 @@ async function checkAllow (t: Test, app: FastifyInstance, document: Json, header
     const allowed = String(res.headers.allow).split(', ').map(method => method.toLowerCase()).sort()
     t.same(methods.filter(method => item[method] !== undefined).sort(), allowed, `${path} documents exactly ${res.headers.allow}`)
   }
+}
+
+/** The statuses and response headers of the demo's operations, in the full document: every problem a response of its own. */
+function checkFullStatuses (t: Test, document: Json) {
+  const books = document.paths['/books']
+  const book = document.paths['/books/{id}']
+  const limit = ['RateLimit-Policy', 'RateLimit']
+  t.same(Object.keys(books.post.responses['201'].headers), ['Location', 'ETag', 'Last-Modified', 'Preference-Applied', 'Idempotent-Replayed', 'Request-Id', ...limit])
+  t.same(Object.keys(book.get.responses['200'].headers), ['ETag', 'Last-Modified', 'Request-Id', ...limit], 'the limit fields on every answer')
+  t.same(Object.keys(book.get.responses['200'].content), ['application/json', 'application/xml'])
+  t.equal(book.get.responses['304'].content, undefined)
+  t.equal(book.delete.responses['204'].content, undefined)
+  t.ok(books.options.responses['200'].headers.Allow)
+  t.ok(book.get.responses['401'].headers['WWW-Authenticate'])
+  t.ok(books.get.responses['429'].headers['Retry-After'])
+  t.ok(books.get.responses['503'].headers['Retry-After'])
+  const everywhere = ['400', '401', '403', '405', '406', '408', '414', '417', '429', '431', '500']
+  const sorted = (statuses: string[]) => [...new Set(statuses)].sort()
+  t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
+  // 202: every write with Prefer: respond-async (the demo has `async` on; docs/async.md).
+  t.same(Object.keys(books.post.responses), sorted(['201', '202', ...everywhere, '409', '412', '413', '415', '422', '503']))
+  // 204: MODIFY with Prefer: return=minimal (docs/demo-contract.md "Safe retries and atomic writes").
+  t.same(Object.keys(book.patch.responses), sorted(['200', '202', '204', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
+  t.same(Object.keys(book.delete.responses), sorted(['202', '204', ...everywhere, '404', '409', '412', '413', '415', '503']))
+  t.same(Object.keys(books.options.responses), sorted(['200', '204', ...everywhere, '413', '415']), 'the demo allows an origin: preflights are 204')
+  t.same(Object.keys(books.options.responses['204'].headers), ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age', ...limit])
+  t.same(Object.keys(document.paths['/openapi.json'].get.responses), sorted(['200', ...everywhere.filter(status => status !== '401')]))
+  t.same(Object.keys(books.get.responses['405'].headers), ['Request-Id', 'Allow', ...limit])
+  t.same(Object.keys(books.get.responses['431'].headers), ['Request-Id'], 'not on the answers of the connection, before any route')
+  t.ok(document.paths['/authors/{id}'].delete.responses['409'], 'an author with books cannot be deleted')
+  t.match(book.delete.responses['409'].description, /still has reviews/, 'nor a book with reviews')
+  t.equal(document.paths['/authors'].post.responses['422'].description, 'Unprocessable Entity: this Idempotency-Key was used with another body.', 'authors have no relation field to dangle')
+  t.match(books.post.responses['422'].description, /Idempotency-Key was used with another body, or the body refers to a record that does not exist/)
+  t.same(Object.keys(book.get.responses['403'].content), ['application/problem+json', 'application/problem+xml'])
+  t.same(Object.keys(document.paths['/problems'].get.responses['200'].content), ['text/html'])
 }
 
 t.test('the demo document', async t => {
@@ -285,7 +323,7 @@ t.test('the demo document', async t => {
     t.notOk(put['header If-Match'].required, 'If-Match optional unless REQUIRE_IF_MATCH')
   })
 
-  t.test('documents the response headers and statuses of each operation', async t => {
+  t.test('documents the response headers and statuses of each operation, those every operation can answer as one default', async t => {
     const books = document.paths['/books']
     const book = document.paths['/books/{id}']
     const limit = ['RateLimit-Policy', 'RateLimit']
@@ -295,27 +333,30 @@ t.test('the demo document', async t => {
     t.equal(book.get.responses['304'].content, undefined)
     t.equal(book.delete.responses['204'].content, undefined)
     t.ok(books.options.responses['200'].headers.Allow)
-    t.ok(book.get.responses['401'].headers['WWW-Authenticate'])
-    t.ok(books.get.responses['429'].headers['Retry-After'])
-    t.ok(books.get.responses['503'].headers['Retry-After'])
-    const everywhere = ['400', '401', '403', '405', '406', '408', '414', '417', '429', '431', '500']
+    t.ok(books.get.responses['503'].headers['Retry-After'], 'a store that is unavailable: not every operation answers 503')
+    const shared = [401, 403, 405, 406, 408, 414, 417, 429, 431, 500]
+    const fallback = book.get.responses.default
+    t.same(fallback['x-statuses'], shared, 'the default lists the statuses it stands for')
+    t.same(Object.keys(fallback.headers), ['Request-Id', 'WWW-Authenticate', ...limit, 'Allow', 'Retry-After'], 'and carries their headers')
+    t.same(Object.keys(fallback.content), ['application/problem+json', 'application/problem+xml'])
     const sorted = (statuses: string[]) => [...new Set(statuses)].sort()
-    t.same(Object.keys(books.get.responses), sorted(['200', '304', ...everywhere, '412', '503']))
-    // 202: every write with Prefer: respond-async (the demo has `async` on; docs/async.md).
-    t.same(Object.keys(books.post.responses), sorted(['201', '202', ...everywhere, '409', '412', '413', '415', '422', '503']))
-    // 204: MODIFY with Prefer: return=minimal (docs/demo-contract.md "Safe retries and atomic writes").
-    t.same(Object.keys(book.patch.responses), sorted(['200', '202', '204', ...everywhere, '404', '409', '412', '413', '415', '422', '503']))
-    t.same(Object.keys(book.delete.responses), sorted(['202', '204', ...everywhere, '404', '409', '412', '413', '415', '503']))
-    t.same(Object.keys(books.options.responses), sorted(['200', '204', ...everywhere, '413', '415']), 'the demo allows an origin: preflights are 204')
-    t.same(Object.keys(books.options.responses['204'].headers), ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age', ...limit])
-    t.same(Object.keys(document.paths['/openapi.json'].get.responses), sorted(['200', ...everywhere.filter(status => status !== '401')]))
-    t.same(Object.keys(books.get.responses['405'].headers), ['Request-Id', 'Allow', ...limit])
-    t.same(Object.keys(books.get.responses['431'].headers), ['Request-Id'], 'not on the answers of the connection, before any route')
+    t.same(Object.keys(books.get.responses), sorted(['200', '304', '400', '412', '503', 'default']))
+    t.same(Object.keys(books.post.responses), sorted(['201', '202', '400', '409', '412', '413', '415', '422', '503', 'default']))
+    t.same(Object.keys(book.patch.responses), sorted(['200', '202', '204', '400', '404', '409', '412', '413', '415', '422', '503', 'default']))
+    t.same(Object.keys(book.delete.responses), sorted(['202', '204', '400', '404', '409', '412', '413', '415', '503', 'default']))
+    t.same(Object.keys(books.options.responses), sorted(['200', '204', '400', '413', '415', 'default']), 'the demo allows an origin: preflights are 204')
+    // A HEAD: its successes and the default, without bodies; its GET lists its other problems.
+    t.same(Object.keys(book.head.responses), ['200', '304', 'default'])
+    t.same(book.head.responses.default['x-statuses'], shared)
+    t.equal(book.head.responses.default.content, undefined)
+    t.same(book.head.parameters, book.get.parameters, 'the parameters of its GET')
+    const publicDefault = document.paths['/openapi.json'].get.responses.default
+    t.same(publicDefault['x-statuses'], shared.filter(status => status !== 401), 'the public routes answer no 401')
+    t.same(Object.keys(publicDefault.content), ['application/problem+json'])
     t.ok(document.paths['/authors/{id}'].delete.responses['409'], 'an author with books cannot be deleted')
     t.match(book.delete.responses['409'].description, /still has reviews/, 'nor a book with reviews')
     t.equal(document.paths['/authors'].post.responses['422'].description, 'Unprocessable Entity: this Idempotency-Key was used with another body.', 'authors have no relation field to dangle')
     t.match(books.post.responses['422'].description, /Idempotency-Key was used with another body, or the body refers to a record that does not exist/)
-    t.same(Object.keys(book.get.responses['403'].content), ['application/problem+json', 'application/problem+xml'])
     t.same(Object.keys(document.paths['/problems'].get.responses['200'].content), ['text/html'])
   })
 
@@ -337,6 +378,41 @@ t.test('the demo document', async t => {
     t.same(document.paths['/openapi.json'].get.security, [], 'the public routes need none')
     t.same(document.paths['/problems'].get.security, [])
     t.equal(document.paths['/books'].get.security, undefined, 'the others need one of them')
+  })
+})
+
+t.test('the demo\'s document in full (openapi.detail \'full\', the plugin\'s default): every problem a response of its own', async t => {
+  const app = await demoInFull(loadConfig({ STORE: 'memory', CURSOR_SECRET: 'a-test-secret-of-enough-length' }))
+  t.teardown(() => app.close())
+  const document = await documentOf(app, '/v1/openapi.json')
+  checkInvariants(t, document, '#/components/schemas/Problem')
+  checkFullStatuses(t, document)
+  t.same(Object.keys(document.paths['/books/{id}'].head.responses), ['200', '304', '400', '401', '403', '404', '405', '406', '408', '412', '414', '417', '429', '431', '500', '503'], 'a HEAD lists its GET\'s problems')
+})
+
+t.test('compact with a handler time limit and a rate limit: 503 and 429 join the default, with Retry-After in either form', async t => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(apiConventions, {
+    prefix: '/v1',
+    resources: demoResources(memoryStore()),
+    cursorSecret: 'a-test-secret-of-enough-length',
+    auth: { bearer: (token: string) => token === 'second-token' ? { id: 'second' } : null },
+    handlerTimeout: 30000,
+    rateLimit: { max: 100, timeWindow: '1 minute' },
+    openapi: { detail: 'compact' }
+  })
+  const document = await documentOf(app, '/v1/openapi.json')
+  await checkValid(t, document.served)
+  const list = document.paths['/books'].get.responses
+  t.same(Object.keys(list), ['200', '304', '400', '412', 'default'], 'the store\'s 503 is the time limit\'s too: every operation answers it')
+  t.same(list.default['x-statuses'], [401, 403, 405, 406, 408, 414, 417, 429, 431, 500, 503])
+  t.match(list.default.description, /^- 503 Service Unavailable: the data store is unavailable, or the handler ran out of time; retry later\.$/m)
+  t.match(list.default.description, /; Retry-After on 429 and 503\./)
+  // A 429 says when as an HTTP date (rateLimit.retryAfter), a 503 in seconds.
+  t.same(list.default.headers['Retry-After'], {
+    description: 'On 429: When to retry, as an HTTP date. On 503: Seconds to wait before retrying.',
+    schema: { anyOf: [{ type: 'string', examples: ['Wed, 21 Oct 2015 07:28:00 GMT'] }, { type: 'string' }] }
   })
 })
 
@@ -495,7 +571,8 @@ t.test('a bad openapi option stops registration naming it', async t => {
     [{ license: { identifier: 'MIT' } }, /openapi.license.name must be a non-empty string, received undefined/],
     [{ license: { name: 'MIT', spdx: 'MIT' } }, /openapi.license.spdx is not a known key/],
     [{ license: { name: 'MIT', url: 7 } }, /openapi.license.url must be a non-empty string, received 7/],
-    [{ license: { name: 'MIT', identifier: 'MIT', url: 'https://opensource.org/license/mit' } }, /openapi.license takes an identifier or a url, not both/]
+    [{ license: { name: 'MIT', identifier: 'MIT', url: 'https://opensource.org/license/mit' } }, /openapi.license takes an identifier or a url, not both/],
+    [{ detail: 'short' }, /openapi.detail must be one of 'full', 'compact', received "short"/]
   ] as const) {
     const app = Fastify()
     t.teardown(() => app.close())

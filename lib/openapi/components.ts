@@ -119,7 +119,8 @@ function shareResponses (openapi: ComponentsObject, responses: Shared): void {
   // The shape most operations answer a status with is named by the status (`404`); the others say how they differ.
   const byUse = [...reasons].sort(([, a], [, b]) => total(b) - total(a)).map(([shape]) => shape)
   for (const { operation, status, response, shape } of uses) {
-    const problem = Number(status) >= 400
+    // A default (openapi/compact.ts) stands for problems.
+    const problem = status === 'default' || Number(status) >= 400
     if (!problem && total(reasons.get(shape) as Map<string, number>) === 1) continue
     const counts = [...(reasons.get(shape) as Map<string, number>)]
     const [usual] = counts.reduce((most, entry) => entry[1] > most[1] ? entry : most)

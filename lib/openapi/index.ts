@@ -18,7 +18,7 @@ import { schemaNames } from '../registry/derive.js'
 import type { JsonSchema } from '../registry/derive.js'
 import { batchComponents, parameterComponent } from '../routes/route-schema.js'
 import type { SchemaOptions } from '../routes/route-schema.js'
-import { componentHint, componentNames, connectionStatuses, limitFieldHeaders } from '../routes/http-prose.js'
+import { componentHint, componentNames, connectionStatuses, everyRouteProblems, limitFieldHeaders } from '../routes/http-prose.js'
 import { problemNamespace } from '../formats/xml.js'
 import { describeXml } from '../formats/xml-shape.js'
 import type { RefResolver, XmlRoot } from '../formats/xml-shape.js'
@@ -26,6 +26,7 @@ import { securitySchemes } from './security-schemes.js'
 import { openApiRouteSchema } from './docs-routes.js'
 import { documentExamples } from './examples.js'
 import { shareComponents } from './components.js'
+import { compactResponses } from './compact.js'
 import type { ModelRules } from '../rules/compile.js'
 
 const navigationRels = ['self', 'first', 'prev', 'next', 'last']
@@ -68,7 +69,7 @@ export async function registerOpenApi (app: FastifyInstance, options: ResolvedOp
     // Components named by their `$id` (every shared schema has one: addSchema demands it), not `def-0`.
     refResolver: { buildLocalReference: (json: { $id?: unknown }) => String(json.$id) },
     transform: documentRoute,
-    transformObject: document => shareComponents(documentLimitFields(documentExamples(documentRules(documentExports(documentXml(documentLinks(document, models, options.links), models)), models, rulesOf), models, rulesOf), schemaOptions))
+    transformObject: document => shareComponents(documentDetail(documentLimitFields(documentExamples(documentRules(documentExports(documentXml(documentLinks(document, models, options.links), models)), models, rulesOf), models, rulesOf), schemaOptions), info.detail, schemaOptions))
   })
 
   // Built once the routes are known: a schema the document cannot hold fails the boot, not a request.
@@ -386,6 +387,11 @@ function documentLimitFields (openapi: OpenApiObject, options: SchemaOptions) {
     }
   }
   return openapi
+}
+
+/** The problems every operation can answer, one response each (`full`), or one `default` (`compact`, openapi/compact.ts). */
+function documentDetail (openapi: OpenApiObject, detail: ResolvedOptions['openapi']['detail'], options: SchemaOptions) {
+  return detail === 'full' ? openapi : compactResponses(openapi, everyRouteProblems(options))
 }
 
 function describeApi (models: readonly ResourceModel[]): string {

@@ -80,17 +80,33 @@ export function limitFieldHeaders (rateLimit: Pick<ResolvedRateLimit, 'fields'>)
 export const connectionStatuses: ReadonlySet<number> = new Set([408, 431])
 
 /**
+ * The problems every route can answer, whatever it does, answered at the edge or by the framework:
+ * Origin checks (403), other methods (405), Accept (406), the connection limits (408, 431), the
+ * query length (414), Expect (417), the unexpected (500); credentials (401) where they are
+ * checked, the rate limit (429) and the handler's time limit (503) where they are set. A public
+ * route is given them without 401 (openapi/docs-routes.ts).
+ */
+export function everyRouteProblems (options: Pick<SchemaOptions, 'authenticated' | 'rateLimit' | 'timeLimited'>): number[] {
+  return [
+    ...options.authenticated ? [401] : [],
+    403, 405, 406, 408, 414, 417,
+    ...options.rateLimit === null ? [] : [429],
+    431, 500,
+    ...options.timeLimited ? [503] : []
+  ]
+}
+
+/** A problem response's description: the status's reason, or what the operation says instead. */
+export const problemDescription = (status: number, reason = reasons[status]): string => `${STATUS_CODES[status] as string}: ${reason}`
+
+/**
  * The problem responses of an operation, for the statuses it can answer. Routes that offer XML
  * answer problems in either type by Accept; others (`offersXml` false) in application/problem+json only.
  * The XML form is RFC 9457 Appendix B's bare <problem> whatever errorFormat says (problem.ts).
  */
 export function problems (options: SchemaOptions, statuses: readonly number[], refine: Readonly<Record<number, string>> = {}, offersXml = true): Record<number, JsonSchema> {
-  // Every route: date and audit headers (400), Origin checks (403), other methods (405), Accept
-  // (406), the connection limits (408, 431), the query length (414), Expect (417), the unexpected (500).
-  const all = [...statuses, 400, 403, 405, 406, 408, 414, 417, 431, 500]
-  if (options.authenticated) all.push(401)
-  if (options.rateLimit !== null) all.push(429)
-  if (options.timeLimited) all.push(503)
+  // Every route: date and audit headers (400, which each operation words its own way), and the rest.
+  const all = [...statuses, 400, ...everyRouteProblems(options)]
   const context = headerContext(options)
   const asJson = { schema: { $ref: `${options.errorFormat === 'flat' ? componentNames.problem : componentNames.problemEnvelope}#` } }
   const asXml = { schema: { $ref: `${componentNames.problem}#` } }
@@ -98,7 +114,7 @@ export function problems (options: SchemaOptions, statuses: readonly number[], r
   for (const status of [...new Set(all)].sort((a, b) => a - b)) {
     const xml = offersXml && !connectionStatuses.has(status)
     responses[status] = {
-      description: `${STATUS_CODES[status]}: ${refine[status] ?? reasons[status]}`,
+      description: problemDescription(status, refine[status]),
       // 429 is listed only when requests are rate limited.
       headers: { ...requestId, ...(status === 429 ? rateLimitHeaders(context, options.rateLimit as NonNullable<SchemaOptions['rateLimit']>) : status === 503 ? serviceUnavailable(context) : headerSchemas(...problemHeaders[status] ?? [])) },
       content: { [problemTypes[0]]: asJson, ...(xml ? { [problemTypes[1]]: asXml } : {}) }

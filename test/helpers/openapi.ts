@@ -1,6 +1,10 @@
 // The served OpenAPI document as tests read it: its shared parts (components.parameters,
 // responses, headers; a Path Item's parameters) put back in each operation, as a reader that
 // follows the $refs sees them. Schema $refs (components.schemas) stay.
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import { memoryStore } from '../../lib/index.js'
+import { buildDemoAppOver, demoPluginOptions } from '../../demo/app.js'
+import type { DemoConfig } from '../../demo/config.js'
 
 type Json = Record<string, any>
 
@@ -53,4 +57,36 @@ export function refsOf (value: unknown, at = '#'): Array<{ at: string, ref: stri
 export function pointAt (document: Json, ref: string): unknown {
   if (!ref.startsWith('#/')) return undefined
   return ref.slice(2).split('/').map(part => part.replaceAll('~1', '/').replaceAll('~0', '~')).reduce<any>((at, part) => at?.[part], document)
+}
+
+/**
+ * A copy of an inlined document with each status an operation can answer written out: a
+ * `default` (openapi.detail 'compact') as one response per status its `x-statuses` lists, and on
+ * a HEAD the problems its GET lists, without their bodies (a HEAD answers as its GET). A full
+ * document is the same after as before.
+ */
+export function everyStatus (document: Json): Json {
+  const copy: Json = structuredClone(document)
+  for (const item of Object.values(copy.paths as Json)) {
+    for (const method of methods) {
+      const operation = item[method]
+      const shared = operation?.responses.default
+      if (shared === undefined) continue
+      const { 'x-statuses': statuses, ...response } = shared
+      for (const status of statuses as number[]) operation.responses[status] ??= response
+      delete operation.responses.default
+    }
+    if (item.head === undefined) continue
+    for (const [status, response] of Object.entries(item.get.responses as Json)) {
+      const { content: _, ...bodiless } = response as Json
+      if (Number(status) >= 400) item.head.responses[status] ??= bodiless
+    }
+  }
+  return copy
+}
+
+/** The demo as it would be with the plugin's default document, `openapi.detail: 'full'` (it serves the compact one), on a memory store. */
+export async function demoInFull (config: DemoConfig, serverOptions: FastifyServerOptions = {}): Promise<FastifyInstance> {
+  const store = memoryStore()
+  return buildDemoAppOver(config, store, serverOptions, { openapi: { ...demoPluginOptions(config, store).openapi, detail: 'full' } })
 }
