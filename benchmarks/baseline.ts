@@ -138,7 +138,9 @@ function afterId (rows: ReadonlyArray<{ readonly id: string }>, id: string): num
 
 const project = (book: BookRow): Partial<BookRow> => ({ id: book.id, title: book.title, authorId: book.authorId, year: book.year, rating: book.rating })
 
-type Item = Partial<BookRow> | ReviewRow
+/** A review as a page shows it, without moderatorNote (which the response schema leaves out anyway). */
+type ShownReview = Omit<ReviewRow, 'moderatorNote'>
+type Item = Partial<BookRow> | ShownReview
 
 /**
  * The envelope with self, first, prev and next links; `items` holds one row more than the page when
@@ -277,26 +279,38 @@ function memoryRoutes (app: FastifyInstance) {
 // sides' statements after each case and fails the run when they differ.
 // The store reads its bookkeeping time as epoch milliseconds (a bigint, as text).
 const modifiedAtMillis = '(extract(epoch from date_trunc(\'milliseconds\', "t0"."modified_at")) * 1000)::bigint'
-const columns = `"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."reviewCount", "t0"."averageRating", "t0"."version", ${modifiedAtMillis}`
+// A LIST reads what its page shows (ListQuery.reads): the fields asked, without the version and time.
+const dataColumns = '"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating", "t0"."available", "t0"."reviewCount", "t0"."averageRating"'
+const filteredColumns = '"t0"."id", "t0"."title", "t0"."authorId", "t0"."year", "t0"."rating"'
+const columns = `${dataColumns}, "t0"."version", ${modifiedAtMillis}`
 const table = `"${BENCH_SCHEMA}"."books" AS "t0"`
 const byIdOrder = '"t0"."id" COLLATE "C" ASC'
-// The store reads date-time columns as ISO text, and every column, moderatorNote too (the envelope leaves it out).
+// The store reads date-time columns as ISO text, and of a review the fields the caller may read (not moderatorNote).
 const isoText = (column: string) => `to_char("t0"."${column}" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-const reviewColumns = `"t0"."id", "t0"."bookId", "t0"."rating", "t0"."text", "t0"."private", "t0"."ownerId", ${isoText('createdAt')}, ${isoText('updatedAt')}, "t0"."moderatorNote", "t0"."version", ${modifiedAtMillis}`
+const reviewColumns = `"t0"."id", "t0"."bookId", "t0"."rating", "t0"."text", "t0"."private", "t0"."ownerId", ${isoText('createdAt')}, ${isoText('updatedAt')}`
 const reviewTable = `"${BENCH_SCHEMA}"."reviews" AS "t0"`
 /** The reviews' row rule for a caller who is not an admin: $1 false, $2 the caller's user. */
 const visibleReview = '("t0"."private" = $1::boolean OR "t0"."ownerId" COLLATE "C" = $2::text)'
 export const statements = {
   retrieve: `SELECT ${columns} FROM ${table} WHERE "t0"."id" = $1::text`,
-  first: `SELECT ${columns} FROM ${table} ORDER BY ${byIdOrder} LIMIT $1 OFFSET $2`,
-  after: `SELECT ${columns} FROM ${table} WHERE "t0"."id" COLLATE "C" > $1::text ORDER BY ${byIdOrder} LIMIT $2`,
-  filtered: `SELECT ${columns} FROM ${table} WHERE "t0"."year" >= $1::bigint ORDER BY "t0"."rating" DESC NULLS LAST, "t0"."id" COLLATE "C" DESC LIMIT $2 OFFSET $3`,
+  first: `SELECT ${dataColumns} FROM ${table} ORDER BY ${byIdOrder} LIMIT $1 OFFSET $2`,
+  after: `SELECT ${dataColumns} FROM ${table} WHERE "t0"."id" COLLATE "C" > $1::text ORDER BY ${byIdOrder} LIMIT $2`,
+  filtered: `SELECT ${filteredColumns} FROM ${table} WHERE "t0"."year" >= $1::bigint ORDER BY "t0"."rating" DESC NULLS LAST, "t0"."id" COLLATE "C" DESC LIMIT $2 OFFSET $3`,
   reviews: `SELECT ${reviewColumns} FROM ${reviewTable} WHERE ${visibleReview} ORDER BY ${byIdOrder} LIMIT $3 OFFSET $4`,
   reviewsAfter: `SELECT ${reviewColumns} FROM ${reviewTable} WHERE ${visibleReview} AND "t0"."id" COLLATE "C" > $3::text ORDER BY ${byIdOrder} LIMIT $4`,
   create: `INSERT INTO ${table} ("id", "title", "authorId", "year", "rating", "available", "reviewCount", "averageRating", "version", "modified_at") VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::double precision, $6::boolean, $7::bigint, $8::double precision, 1, now()) RETURNING ${columns}`
 }
 
 type DbRow = [string, string, string, string | null, number | null, boolean, string, number | null, number, string]
+/** A LIST's row: the data columns alone (the filtered one's end at rating). */
+export type DbListRow = [string, string, string, string | null, number | null, boolean?, string?, (number | null)?]
+
+/** A LIST row as the envelope shows it. */
+export function listData ([id, title, authorId, year, rating, available, reviewCount, averageRating]: DbListRow): Partial<BookRow> {
+  return available === undefined
+    ? { id, title, authorId, year: year === null ? null : Number(year), rating }
+    : { id, title, authorId, year: year === null ? null : Number(year), rating, available, reviewCount: Number(reviewCount), averageRating: averageRating ?? null }
+}
 
 /** A row as the envelope wants it; bigint arrives as text. */
 function fromDb ([id, title, authorId, year, rating, available, reviewCount, averageRating, version, modifiedAt]: DbRow): Row {
@@ -307,11 +321,11 @@ function fromDb ([id, title, authorId, year, rating, available, reviewCount, ave
   }
 }
 
-type DbReview = [string, string, string, string | null, boolean, string, string, string, string | null, number, string]
+type DbReview = [string, string, string, string | null, boolean, string, string, string]
 
 /** A review as the envelope wants it: rating (bigint) arrives as text. */
-function reviewFromDb ([id, bookId, rating, text, isPrivate, ownerId, createdAt, updatedAt, moderatorNote]: DbReview): ReviewRow {
-  return { id, bookId, rating: Number(rating), text, private: isPrivate, ownerId, createdAt, updatedAt, moderatorNote }
+function reviewFromDb ([id, bookId, rating, text, isPrivate, ownerId, createdAt, updatedAt]: DbReview): ShownReview {
+  return { id, bookId, rating: Number(rating), text, private: isPrivate, ownerId, createdAt, updatedAt }
 }
 
 /** The PostgreSQL side: the same routes over a `pg` pool, with the plugin store's SQL. */
@@ -330,11 +344,12 @@ function postgresRoutes (app: FastifyInstance, pool: pg.Pool) {
   app.get('/v1/books', routes.list, async function listBooks (request, reply) {
     const list = readList(request, reply)
     if (list.kind === 'answered') return list.reply
+    const page = async (text: string, values: unknown[]) => (await pool.query<DbListRow>({ text, values, rowMode: 'array' })).rows.map(listData)
     const rows = list.kind === 'filtered'
-      ? (await query(statements.filtered, [2000, list.pageSize + 1, 0])).map(row => project(row.data))
+      ? await page(statements.filtered, [2000, list.pageSize + 1, 0])
       : list.after === undefined
-        ? (await query(statements.first, [list.pageSize + 1, 0])).map(row => row.data)
-        : (await query(statements.after, [list.after, list.pageSize + 1])).map(row => row.data)
+        ? await page(statements.first, [list.pageSize + 1, 0])
+        : await page(statements.after, [list.after, list.pageSize + 1])
     return listPage(reply, list, rows)
   })
 

@@ -20,7 +20,8 @@ import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
 import pg from 'pg'
 import { poolDatabase } from '../lib/stores/sql/pg.js'
-import { statements } from './baseline.js'
+import { listData, statements } from './baseline.js'
+import type { DbListRow } from './baseline.js'
 import { book } from './envelope-schemas.js'
 import { cpuSecondsOf, loadRequest, median, startServer } from './harness.js'
 import type { LoadRequest, Server } from './harness.js'
@@ -53,17 +54,6 @@ function postgresQuery (sql: Sql, prepare: boolean): QueryFunction {
   }
 }
 
-type DbRow = [string, string, string, string | null, number | null, boolean, string, number | null, number, string]
-
-/** A row as the store decodes it: the record, its version, its modification time (bigints arrive as text from both drivers). */
-function decode ([id, title, authorId, year, rating, available, reviewCount, averageRating, version, modifiedAt]: DbRow) {
-  return {
-    data: { id, title, authorId, year: year === null ? null : Number(year), rating, available, reviewCount: Number(reviewCount), averageRating },
-    version,
-    modifiedAt: Number(modifiedAt)
-  }
-}
-
 const paths = ['/pg', '/pg-unnamed', '/postgres', '/postgres-unprepared']
 
 async function serve () {
@@ -83,7 +73,7 @@ async function serve () {
   for (const path of paths) {
     const query = queries[path]
     // The store asks for one row more than the page, to know whether there is a next one.
-    app.get(path, { schema }, async () => ({ items: (await query(statements.first, [PAGE + 1, 0]) as DbRow[]).slice(0, PAGE).map(row => decode(row).data) }))
+    app.get(path, { schema }, async () => ({ items: (await query(statements.first, [PAGE + 1, 0]) as DbListRow[]).slice(0, PAGE).map(row => listData(row)) }))
   }
   const listening = await app.listen({ port: 0, host: '127.0.0.1' })
   process.stdout.write(`listening ${listening}\n`)
