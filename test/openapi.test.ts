@@ -153,8 +153,8 @@ async function checkAllow (t: Test, app: FastifyInstance, document: Json, header
   }
 }
 
-/** The statuses and response headers of the demo's operations, in the full document: every problem a response of its own. */
-function checkFullStatuses (t: Test, document: Json) {
+/** The success responses of the demo's operations, their headers and bodies: the same in both forms of the document. */
+function checkSuccesses (t: Test, document: Json) {
   const books = document.paths['/books']
   const book = document.paths['/books/{id}']
   const limit = ['RateLimit-Policy', 'RateLimit']
@@ -164,6 +164,14 @@ function checkFullStatuses (t: Test, document: Json) {
   t.equal(book.get.responses['304'].content, undefined)
   t.equal(book.delete.responses['204'].content, undefined)
   t.ok(books.options.responses['200'].headers.Allow)
+}
+
+/** The statuses and response headers of the demo's operations, in the full document: every problem a response of its own. */
+function checkFullStatuses (t: Test, document: Json) {
+  const books = document.paths['/books']
+  const book = document.paths['/books/{id}']
+  const limit = ['RateLimit-Policy', 'RateLimit']
+  checkSuccesses(t, document)
   t.ok(book.get.responses['401'].headers['WWW-Authenticate'])
   t.ok(books.get.responses['429'].headers['Retry-After'])
   t.ok(books.get.responses['503'].headers['Retry-After'])
@@ -327,12 +335,7 @@ t.test('the demo document', async t => {
     const books = document.paths['/books']
     const book = document.paths['/books/{id}']
     const limit = ['RateLimit-Policy', 'RateLimit']
-    t.same(Object.keys(books.post.responses['201'].headers), ['Location', 'ETag', 'Last-Modified', 'Preference-Applied', 'Idempotent-Replayed', 'Request-Id', ...limit])
-    t.same(Object.keys(book.get.responses['200'].headers), ['ETag', 'Last-Modified', 'Request-Id', ...limit], 'the limit fields on every answer')
-    t.same(Object.keys(book.get.responses['200'].content), ['application/json', 'application/xml'])
-    t.equal(book.get.responses['304'].content, undefined)
-    t.equal(book.delete.responses['204'].content, undefined)
-    t.ok(books.options.responses['200'].headers.Allow)
+    checkSuccesses(t, document)
     t.ok(books.get.responses['503'].headers['Retry-After'], 'a store that is unavailable: not every operation answers 503')
     const shared = [401, 403, 405, 406, 408, 414, 417, 429, 431, 500]
     const fallback = book.get.responses.default
