@@ -95,20 +95,23 @@ export function changeFeed (context: OperationContext, log: Store$, settings: Re
   }
 
   /**
-   * Reads of the log begun in this turn of the event loop, by what they ask. A commit wakes every
-   * stream waiting at the head at once, and each asks for the same changes: they share one read
-   * instead of each making its own (a thousand streams, a thousand reads per commit). A read is
-   * shared only within the turn it began in, so none is answered by a read begun before it was woken.
+   * Reads of the log in flight, by what they ask. A commit wakes every stream waiting at the head
+   * at once, and each asks for the same changes: they share one read instead of each making its
+   * own (a thousand streams, a thousand reads per commit). A read is shared only until it settles,
+   * and only while no commit known here followed its start (Wakeups.generation), so none is
+   * answered by a read begun before a commit it was woken by.
    */
-  const readsThisTurn = new Map<string, Promise<ChangeRead>>()
+  const readsInFlight = new Map<string, { readonly generation: number, readonly found: Promise<ChangeRead> }>()
   function readShared (after: bigint | null, limit: number, resources: readonly string[] | null): Promise<ChangeRead> {
     const key = `${after ?? ''} ${limit} ${resources?.join(',') ?? ''}`
-    let found = readsThisTurn.get(key)
-    if (found === undefined) {
-      found = log.readChanges({ after, limit, resources })
-      readsThisTurn.set(key, found)
-      if (readsThisTurn.size === 1) setImmediate(() => readsThisTurn.clear())
-    }
+    const generation = wakeups.generation()
+    const inFlight = readsInFlight.get(key)
+    if (inFlight?.generation === generation) return inFlight.found
+    const found = log.readChanges({ after, limit, resources })
+    readsInFlight.set(key, { generation, found })
+    // Settled, it is no one's to join (it may drop a later read of the same key: that one is then not shared).
+    const settled = () => { readsInFlight.delete(key) }
+    found.then(settled, settled)
     return found
   }
 

@@ -9,6 +9,11 @@ export interface Wakeups {
   readonly next: (head: string, deadline: number, signal?: AbortSignal) => Promise<void>
   /** Wakes every waiter and stops looking. */
   readonly close: () => void
+  /**
+   * A count that moves with every commit known here (on this instance, or a head seen to have
+   * moved by a look): two reads begun at the same count could not tell a commit apart.
+   */
+  readonly generation: () => number
 }
 
 interface Waiter { readonly head: bigint, readonly wake: () => void }
@@ -17,14 +22,23 @@ export function createWakeups (readHead: () => Promise<string>, pollInterval: nu
   const waiters = new Set<Waiter>()
   let timer: NodeJS.Timeout | undefined
   let polling = false
+  let generation = 0
+  let headSeen = -1n
 
-  const wakeAll = () => { for (const waiter of [...waiters]) waiter.wake() }
+  const wakeAll = () => {
+    generation++
+    for (const waiter of [...waiters]) waiter.wake()
+  }
 
   async function poll () {
     if (polling) return
     polling = true
     try {
       const head = BigInt(await readHead())
+      if (head > headSeen) {
+        headSeen = head
+        generation++
+      }
       for (const waiter of [...waiters]) if (head > waiter.head) waiter.wake()
     } catch {
       // An unreachable store: the waiters wait on, until their deadline or the next look.
@@ -56,5 +70,5 @@ export function createWakeups (readHead: () => Promise<string>, pollInterval: nu
     })
   }
 
-  return { committed: wakeAll, next, close: wakeAll }
+  return { committed: wakeAll, next, close: wakeAll, generation: () => generation }
 }

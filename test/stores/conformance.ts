@@ -1446,13 +1446,20 @@ export function agreesWithMemory (t: Test, makeStore: MakeStore, runs = 60): voi
     await seed(store, sql)
     await seed(memory, mem)
     const { filter, sort, windowOf } = queryArbitraries()
-    await fc.assert(fc.asyncProperty(filter, sort, windowOf, fc.integer({ min: 0, max: 5 }), fc.boolean(), async (text, sortText, win, limit, total) => {
+    // What the caller reads of each item (ListQuery.reads): whole records, every field, or some.
+    const fieldNames = [...mem.books.fields.keys()]
+    const reads = fc.oneof(fc.constant(undefined), fc.constant(null), fc.subarray(fieldNames).map(names => new Set(names)))
+    await fc.assert(fc.asyncProperty(filter, sort, windowOf, fc.integer({ min: 0, max: 5 }), fc.boolean(), reads, async (text, sortText, win, limit, total, read) => {
       const full = await memory.list(mem.books, listQuery(mem.books, { sort: sortText }))
       const window: PageWindow = win.kind === 'offset' ? win : { kind: win.kind, values: anchorOf(listQuery(mem.books, { sort: sortText }), full.items[win.pick]) }
       const options = { filter: text, sort: sortText, window, limit, total }
       const expected = await memory.list(mem.books, listQuery(mem.books, options))
-      const actual = await store.list(sql.books, listQuery(sql.books, options))
-      t.same({ ids: idsOf(actual.items), hasMore: actual.hasMore, total: actual.total }, { ids: idsOf(expected.items), hasMore: expected.hasMore, total: expected.total }, `${text} sort=${sortText} ${JSON.stringify(window)} limit=${limit}`)
+      const query = { ...listQuery(sql.books, options), reads: read }
+      const actual = await store.list(sql.books, query)
+      const label = `${text} sort=${sortText} ${JSON.stringify(window)} limit=${limit} reads=${read === undefined ? 'all' : read === null ? 'every field' : [...read].join()}`
+      t.same({ ids: idsOf(actual.items), hasMore: actual.hasMore, total: actual.total }, { ids: idsOf(expected.items), hasMore: expected.hasMore, total: expected.total }, label)
+      const shown = [...(read ?? fieldNames), ...query.sort.map(key => key.field)]
+      t.same(actual.items.map(item => shown.map(name => item.data[name])), expected.items.map(item => shown.map(name => item.data[name])), `${label}: the fields read`)
     }), { numRuns: runs, seed: seedOf(t) })
   })
 
