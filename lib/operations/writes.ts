@@ -56,10 +56,10 @@ export function writeOperations (model: ResourceModel, context: OperationContext
   const refusal = `You may not change this ${model.singular}.`
   const outOfReach = `This change would put the ${model.singular} out of your reach.`
 
-  /** The answer with the record as written: its validators, Preference-Applied, and the body unless `return=minimal`. */
   /** The fields a CREATE answer carries whatever `read` says (FieldRule.shownOnCreate). */
   const shownOnCreate = [...rules?.fields ?? []].filter(([, rule]) => rule.shownOnCreate === true).map(([name]) => name)
 
+  /** The answer with the record as written: its validators, Preference-Applied, and the body unless `return=minimal`. */
   function written (input: OperationInput, record: StoredRecord, view: View, status: number, extra?: Record<string, string>): Outcome {
     const headers = { ...validatorHeaders(formatETag(record.version, variantTag(recordVariant(view, input.format))), record.modifiedAt), ...extra }
     const preferred = input.returnPreference
