@@ -26,26 +26,27 @@ export function recordingStore (store: Store, options: RecordingOptions): Store 
     let recorded = 0
     const result = await store.transaction(async tx => {
       // Per attempt: a transaction the store runs again records again.
-      const noted: Noted = { pending: [], written: 0 }
+      let written = 0
+      const noted: Noted = { pending: [], wrote: () => { written++ } }
       const value = await work(inTransaction(tx, noted, options))
       if (noted.pending.length > 0) await (tx.appendChanges as NonNullable<Store['appendChanges']>)(noted.pending)
-      recorded = noted.pending.length + noted.written
+      recorded = noted.pending.length + written
       return value
     })
     if (recorded > 0) options.committed()
     return result
   }
+  // Made once, not per write: its statement commits each write it makes, which then wakes the feed
+  // at once; it never notes a change to append, since the store keeps each with its write.
+  const directly = store.writesChanges === true ? inTransaction(store, { pending: [], wrote: options.committed }, options) : undefined
   /**
    * One write: on a store that writes the change in the write's statement, that statement alone
    * (it is atomic), unless the change must keep the record before an update, which is read and
    * locked first; otherwise in a transaction that appends the change.
    */
   async function write<T> (work: (on: Store) => Promise<T>, readsBefore = false): Promise<T> {
-    if (store.writesChanges !== true || readsBefore) return await transaction(work)
-    const noted: Noted = { pending: [], written: 0 }
-    const result = await work(inTransaction(store, noted, options))
-    if (noted.written > 0) options.committed()
-    return result
+    if (directly === undefined || readsBefore) return await transaction(work)
+    return await work(directly)
   }
   const wrapper = passThrough(store)
   return Object.assign(wrapper, {
@@ -59,8 +60,8 @@ export function recordingStore (store: Store, options: RecordingOptions): Store 
   }) as unknown as Store
 }
 
-/** The changes of one transaction (or one write): noted to append at its end, or counted as written with their writes. */
-interface Noted { readonly pending: NewChange[], written: number }
+/** The changes of one transaction (or of the writes outside one): noted to append at its end, or told as written with their writes. */
+interface Noted { readonly pending: NewChange[], readonly wrote: () => void }
 
 /** A store (a transaction's, or one for a single write) whose writes record their changes in `noted`. */
 function inTransaction (tx: Store, noted: Noted, { keepsPrevious, records = () => true }: RecordingOptions): Store {
@@ -79,7 +80,7 @@ function inTransaction (tx: Store, noted: Noted, { keepsPrevious, records = () =
   /** The change a store that writes changes keeps with the write; counted once the write happened. */
   const change = (previous: ChangeNote['previous']): ChangeNote => ({ id: newUuidV7(), previous })
   const wrote = <T>(result: T, happened: boolean): T => {
-    if (happened) noted.written++
+    if (happened) noted.wrote()
     return result
   }
   /** The record before a write that needs it: locked, so that it is still the one written over. */

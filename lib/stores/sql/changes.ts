@@ -53,6 +53,8 @@ export async function migrateChanges (run: Run, schema: string, options: Migrate
 
 const statementText = (statement: Sql): string => toQuery(statement).text
 
+export type ChangeStatements = ReturnType<typeof changeStatements>
+
 /** The statements of one schema's change log. */
 export function changeStatements (schema: string, dropsLeadingBom: boolean) {
   const log = ident(schema, CHANGES_TABLE)
@@ -66,14 +68,13 @@ export function changeStatements (schema: string, dropsLeadingBom: boolean) {
      * change's data is the row as decode() makes it; a delete's version is the next one of the row
      * removed, and it keeps that row as `previous` when `change.previous` is true; an update keeps
      * the `previous` it is given. One statement is atomic, so a write outside a transaction needs
-     * none, and in one, the write and its change can never part.
+     * none, and in one, the write and its change can never part. `change`'s values are parameters
+     * (changeParams), or Slots of a statement made once.
      */
-    recorded (table: Table, write: Sql, operation: NewChange['operation'], change: ChangeNote, returning: Sql): Sql {
+    recorded (table: Table, write: Sql, operation: NewChange['operation'], change: { readonly id: unknown, readonly previous: unknown }, returning: Sql): Sql {
       const row = ident(MAIN)
       const removed = operation === 'delete'
-      const previous = change.previous === true
-        ? table.json
-        : change.previous === false || change.previous === null ? sql`NULL::json` : sql`${JSON.stringify(change.previous)}::json`
+      const previous = change.previous === true ? table.json : sql`${change.previous}::json`
       const version = sql`${ident(MAIN, table.version)}${raw(removed ? ' + 1' : '')}`
       const at = removed ? sql`now()` : ident(MAIN, table.modifiedAt)
       return sql`WITH ${row} AS (${write} RETURNING *),
@@ -112,6 +113,12 @@ export function changeStatements (schema: string, dropsLeadingBom: boolean) {
         SELECT count(*) FROM removed`
     }
   }
+}
+
+/** A change's id and the record before, as `recorded` takes them: true (the row removed), or JSON text or null. */
+export function changeParams (change: ChangeNote): { readonly id: string, readonly previous: string | null | true } {
+  const { previous } = change
+  return { id: change.id, previous: previous === true ? true : previous === false || previous === null ? null : JSON.stringify(previous) }
 }
 
 /**

@@ -56,6 +56,22 @@ export function join (parts: readonly Sql[], separator: string): Sql {
   return parts.slice(1).reduce((all, part) => sql`${all}${glue}${part}`, parts[0])
 }
 
+/** A value a statement made once leaves open: the `index`th of the values each use gives. */
+export class Slot {
+  constructor (readonly index: number) {}
+}
+
+/** A statement's text made once, from a fragment whose open values are Slots, and how each use fills them. */
+export interface Template {
+  readonly text: string
+  fill (slots: readonly unknown[]): unknown[]
+}
+
+export function template (fragment: Sql): Template {
+  const { text, values } = toQuery(fragment)
+  return { text, fill: slots => values.map(value => value instanceof Slot ? slots[value.index] : value) }
+}
+
 /** Numbers the placeholders. */
 export function toQuery (fragment: Sql): Query {
   let text = fragment.strings[0]

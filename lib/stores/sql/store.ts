@@ -12,7 +12,8 @@ import { VERSION_MISMATCH } from '../store.js'
 import type { ChangeQuery, ChangeRead, Fields, KeptResponse, KeyClaim, ListQuery, NewChange, Page, PoolStats, PrepareFeatures, ReadOptions, Store, StoredRecord, WriteOptions } from '../store.js'
 import type { Job, NewJob } from '../jobs.js'
 import { JOBS_TABLE, jobOf, jobStatements, migrateJobs } from './jobs.js'
-import { changeStatements, decodeChanges, migrateChanges } from './changes.js'
+import { changeParams, changeStatements, decodeChanges, migrateChanges } from './changes.js'
+import type { ChangeStatements } from './changes.js'
 import { compileExport, compileFilter, compileList } from './compile.js'
 import { handedOver } from './hand-over.js'
 import { compileAggregate } from './aggregate.js'
@@ -20,11 +21,11 @@ import type { AggregateQuery, GroupPage } from '../../query/apply/ast.js'
 import type { CompileContext, CompiledList } from './compile.js'
 import { foreignKeyName, KEYS_TABLE, migrate, migrateKeys } from './ddl.js'
 import { CHANGES_TABLE } from './changes.js'
-import { arrayCast, columnRef, MAIN, resolveTable, writeValue } from './table.js'
+import { arrayCast, columnRef, MAIN, resolveTable, writeParam, writeSlot, writeValue } from './table.js'
 import { unstorableText } from '../../values/storable.js'
 import type { Column, Table, TableMapping } from './table.js'
-import { ident, join, raw, sql, toQuery } from './sql.js'
-import type { Sql } from './sql.js'
+import { ident, join, raw, Slot, Sql, sql, template, toQuery } from './sql.js'
+import type { Template } from './sql.js'
 import type { ReadRouter } from './replica.js'
 import { currentCaller, isWriting } from '../caller.js'
 
@@ -123,7 +124,7 @@ export class SqlStore implements Store {
   #keys: KeysTable
   #jobs: KeysTable
   #changes: KeysTable
-  readonly #changeStatements: ReturnType<typeof changeStatements>
+  readonly #changeStatements: ChangeStatements
   /** With a read replica: where each caller's reads run. A transaction's store reads where it writes. */
   readonly #reads: ReadRouter | undefined
   /** Lists compiled by query object: the routes keep one per query and view (listRequestFor). */
@@ -244,9 +245,10 @@ export class SqlStore implements Store {
     await this.#reads?.wrote(currentCaller())
   }
 
-  async #run (fragment: Sql, failure: Failure, model: ResourceModel, fields?: Fields, query: QueryFunction = this.#query): Promise<unknown[][]> {
+  /** `statement` (a fragment, or a Template with its slots' values) where `query` runs it; a failure as this model's problem. */
+  async #run (statement: Sql | Template, failure: Failure, model: ResourceModel, fields?: Fields, query: QueryFunction = this.#query, slots: readonly unknown[] = []): Promise<unknown[][]> {
     try {
-      return await run(query, fragment)
+      return statement instanceof Sql ? await run(query, statement) : await query(statement.text, statement.fill(slots))
     } catch (error) {
       throw this.#translate(error, failure, model, fields)
     }
@@ -429,13 +431,19 @@ export class SqlStore implements Store {
   /** create, update and remove keep `how.change` with the write, in its statement (changes.ts recorded). */
   readonly writesChanges = true
 
+  // The most frequent write: its statement's text is made once per table and shape (with its change
+  // or without), and each create gives only the values.
   async create (model: ResourceModel, fields: Fields, how: WriteOptions = {}): Promise<StoredRecord> {
     const table = await this.#prepare(model)
-    const columns = [...table.columns.values()]
-    const values = columns.map(col => writeValue(col, fields[col.field.name]))
-    const names = join([...columns.map(col => ident(col.name)), ident(table.version), ident(table.modifiedAt)], ', ')
-    const insert = sql`INSERT INTO ${table.ref} AS ${ident(MAIN)} (${names}) VALUES (${join(values, ', ')}, 1, now())`
-    const rows = await this.#run(await this.#returning(table, insert, 'create', how, table.selectList), 'write', model, fields)
+    const values = [...table.columns.values()].map(col => writeParam(col, fields[col.field.name]))
+    const { change } = how
+    if (change !== undefined) {
+      if (!this.#changes.prepared) await this.#prepareKeys(CHANGES)
+      const { id, previous } = changeParams(change)
+      values.push(id, previous)
+    }
+    const statement = createStatement(table, change === undefined ? null : this.#changeStatements)
+    const rows = await this.#run(statement, 'write', model, fields, this.#query, values)
     await this.#wrote()
     return table.decode(rows[0])
   }
@@ -472,7 +480,7 @@ export class SqlStore implements Store {
   async #returning (table: Table, write: Sql, operation: NewChange['operation'], how: WriteOptions, returning: Sql): Promise<Sql> {
     if (how.change === undefined) return sql`${write} RETURNING ${returning}`
     if (!this.#changes.prepared) await this.#prepareKeys(CHANGES)
-    return this.#changeStatements.recorded(table, write, operation, how.change, returning)
+    return this.#changeStatements.recorded(table, write, operation, changeParams(how.change), returning)
   }
 
   /** After a write touched no row: either answer was true when the statement ran. */
@@ -619,6 +627,29 @@ export class SqlStore implements Store {
 function isRetryable (error: unknown): boolean {
   const { code, cause } = (error ?? {}) as { code?: unknown, cause?: { code?: unknown } }
   return [code, cause?.code].some(value => value === '40001' || value === '40P01')
+}
+
+/** Create's statements by table, without a change and with one (a table is of one schema, so of one change log). */
+const createStatements = new WeakMap<Table, { without?: Template, with?: Template }>()
+
+/**
+ * A table's INSERT answering the record, and with `changes`, keeping its change too: its slots are
+ * the columns' values (writeParam) in the table's order, then the change's id and record before
+ * (changeParams; a create has none).
+ */
+function createStatement (table: Table, changes: ChangeStatements | null): Template {
+  let made = createStatements.get(table)
+  if (made === undefined) createStatements.set(table, made = {})
+  const shape = changes === null ? 'without' : 'with'
+  let statement = made[shape]
+  if (statement === undefined) {
+    const columns = [...table.columns.values()]
+    const names = join([...columns.map(col => ident(col.name)), ident(table.version), ident(table.modifiedAt)], ', ')
+    const insert = sql`INSERT INTO ${table.ref} AS ${ident(MAIN)} (${names}) VALUES (${join(columns.map((col, i) => writeSlot(col, new Slot(i))), ', ')}, 1, now())`
+    const change = { id: new Slot(columns.length), previous: new Slot(columns.length + 1) }
+    made[shape] = statement = template(changes === null ? sql`${insert} RETURNING ${table.selectList}` : changes.recorded(table, insert, 'create', change, table.selectList))
+  }
+  return statement
 }
 
 async function run (query: QueryFunction, fragment: Sql): Promise<unknown[][]> {

@@ -221,6 +221,19 @@ function selectColumn (column: Column, dropsLeadingBom: boolean): Sql {
 
 /** A field value for INSERT/UPDATE; one PostgreSQL cannot keep exactly is a 422 naming the field, never altered (values/storable.ts storedValue). */
 export function writeValue (col: Column, value: unknown): Sql {
-  // Date-times go as the UTC instant to the millisecond (values.ts), which is what reads give back.
-  return typed(storedValue(col.field, value ?? null), col.field.type)
+  return writeSlot(col, writeParam(col, value))
+}
+
+/**
+ * writeValue's parameter. Date-times go as the UTC instant to the millisecond (values.ts), which
+ * is what reads give back; storedValue refuses the integers typed() would cast otherwise.
+ */
+export function writeParam (col: Column, value: unknown): unknown {
+  const stored = storedValue(col.field, value ?? null)
+  return col.field.type === 'json' && stored !== null ? JSON.stringify(stored) : stored
+}
+
+/** writeValue's placeholder, around its parameter or a Slot for it. */
+export function writeSlot (col: Column, param: unknown): Sql {
+  return sql`${param}::${raw(casts[col.field.type])}`
 }
