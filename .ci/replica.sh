@@ -29,8 +29,14 @@ fi
 psql -qAt "${primary[@]}" -d postgres -c "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1 \
   || psql -q "${primary[@]}" -d postgres -c 'CREATE DATABASE test' >/dev/null
 
+# In recovery is not enough: a replica whose primary recycled the WAL it still needed (it was
+# stopped a while) stays in recovery, waiting for that WAL forever. Its WAL receiver must stream.
 streaming () {
-  [ "$(psql -qAt -h 127.0.0.1 -p "$port" -U postgres -d postgres -c 'SELECT pg_is_in_recovery()' 2>/dev/null)" = t ]
+  for _ in $(seq 15); do
+    [ "$(psql -qAt -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "SELECT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')" 2>/dev/null)" = t ] && return 0
+    sleep 1
+  done
+  return 1
 }
 wait_ready () {
   for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p "$port" && return 0; sleep 1; done

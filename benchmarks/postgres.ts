@@ -12,6 +12,20 @@ const tables = ['authors', 'books', 'reviews']
 export const databaseUrl = (): string | undefined => process.env.DATABASE_URL === '' ? undefined : process.env.DATABASE_URL
 
 /**
+ * How many streaming replicas the server sends its WAL to. On one machine a replica replays every
+ * write on the cores the sides share (benchmarks/README.md "The database server"), so run.ts says so.
+ */
+export async function attachedReplicas (): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl() })
+  await client.connect()
+  try {
+    return (await client.query<{ count: number }>('SELECT count(*)::int AS count FROM pg_stat_replication')).rows[0].count
+  } finally {
+    await client.end()
+  }
+}
+
+/**
  * Reports each distinct SQL text a pool runs, once, as a `sql <json>` line on stdout: run.ts
  * compares the plugin's statements with the baseline's, so the baseline cannot drift from the
  * store's SQL unnoticed. One Set lookup per query.

@@ -16,7 +16,7 @@ import type { FilterParseResult } from './micro/filter-parse.js'
 import type { PagingResult } from './paging.js'
 import type { PostgresPagingResult } from './paging-postgres.js'
 import { answer, caseRequest, driver, here, load, loadRequest, median, probe, startServer, tokenAt } from './harness.js'
-import { databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
+import { attachedReplicas, databaseUrl, dropBenchSchema, seedPostgres } from './postgres.js'
 import type { Measurement, ResponseBytes, Server } from './harness.js'
 import { peers } from './peers.js'
 import type { PeerRequest } from './peers.js'
@@ -225,6 +225,8 @@ async function main () {
     'bytes base', 'bytes plugin', 'bytes hdr', 'bytes peer']) + '\n')
   const results: CaseResult[] = []
   const skipped: Array<{ store: StoreKind, reason: string }> = []
+  /** The PostgreSQL server's streaming replicas (null: no PostgreSQL case ran). */
+  let replicas: number | null = null
   /** Stores whose peer is not installed (or cannot start): told once, then left out. */
   const peerMissing = new Set<StoreKind>()
   for (const store of settings.stores) {
@@ -239,6 +241,8 @@ async function main () {
       const seeding = Date.now()
       await seedPostgres()
       process.stdout.write(`postgres: seeded in ${((Date.now() - seeding) / 1000).toFixed(0)} s\n`)
+      replicas = await attachedReplicas()
+      if (replicas > 0) process.stdout.write(`postgres: ${replicas} streaming replica(s) attached: each write is replayed there too, on this machine's cores when local (README "The database server")\n`)
     }
     for (const benchCase of selected) {
       const plugin = await startServer('./server.js', store)
@@ -296,6 +300,7 @@ async function main () {
     node: process.version,
     machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30) },
     settings: { ...settings, only: settings.only.source },
+    postgresReplicas: replicas,
     seconds: Math.round((Date.now() - started) / 1000),
     cases: results,
     skipped,
