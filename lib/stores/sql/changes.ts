@@ -130,7 +130,12 @@ function numberingBlock (update: Sql, key1: number, key2: number): Sql {
   const { text } = toQuery(update)
   let tag = '$numbering$'
   while (text.includes(tag)) tag = `$${tag.slice(1, -1)}_$`
-  return raw(`DO ${tag} BEGIN PERFORM pg_advisory_xact_lock(${key1}, ${key2}); ${text}; END ${tag}`)
+  // The changes to number are found through the partial index of unnumbered ones by an index scan,
+  // never a bitmap scan (the planner's pick): numbering leaves the entries of the rows it numbered
+  // in that index, pointing at their old versions, until a VACUUM, and only an index scan marks
+  // them dead and skips them from then on; a bitmap scan visits every one, every time (under load
+  // a numbering took 22 ms where it now takes under 1: benchmarks/README.md "Numbering's scan").
+  return raw(`DO ${tag} BEGIN PERFORM pg_advisory_xact_lock(${key1}, ${key2}); PERFORM set_config('enable_bitmapscan', 'off', true); ${text}; END ${tag}`)
 }
 
 /** The rows of `read` as the store's answer. */
