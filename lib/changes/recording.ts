@@ -63,7 +63,7 @@ export function recordingStore (store: Store, options: RecordingOptions): Store 
 /** The changes of one transaction (or of the writes outside one): noted to append at its end, or told as written with their writes. */
 interface Noted { readonly pending: NewChange[], readonly wrote: () => void }
 
-/** A store (a transaction's, or one for a single write) whose writes record their changes in `noted`. */
+/** A store (a transaction's, or the one for the writes outside a transaction) whose writes record their changes in `noted`. */
 function inTransaction (tx: Store, noted: Noted, { keepsPrevious, records = () => true }: RecordingOptions): Store {
   const note = (model: ResourceModel, operation: NewChange['operation'], id: string, record: StoredRecord | null, previous: StoredRecord | null, at: Date) => {
     noted.pending.push({
