@@ -438,7 +438,7 @@ export class SqlStore implements Store {
     const values = [...table.columns.values()].map(col => writeParam(col, fields[col.field.name]))
     const { change } = how
     if (change !== undefined) {
-      if (!this.#changes.prepared) await this.#prepareKeys(CHANGES)
+      await this.#changeLogReady()
       const { id, previous } = changeParams(change)
       values.push(id, previous)
     }
@@ -479,8 +479,13 @@ export class SqlStore implements Store {
   /** `write` answering `returning`, with the change `how` asks for kept by the same statement. */
   async #returning (table: Table, write: Sql, operation: NewChange['operation'], how: WriteOptions, returning: Sql): Promise<Sql> {
     if (how.change === undefined) return sql`${write} RETURNING ${returning}`
-    if (!this.#changes.prepared) await this.#prepareKeys(CHANGES)
+    await this.#changeLogReady()
     return this.#changeStatements.recorded(table, write, operation, changeParams(how.change), returning)
+  }
+
+  /** Before the first write that keeps its change: the change log's tables. */
+  async #changeLogReady (): Promise<void> {
+    if (!this.#changes.prepared) await this.#prepareKeys(CHANGES)
   }
 
   /** After a write touched no row: either answer was true when the statement ran. */

@@ -83,9 +83,11 @@ const casts: Readonly<Record<FieldType, string>> = {
 /** The alias of the main table in every statement. */
 export const MAIN = 't0'
 
-/** A value as a typed placeholder, so PostgreSQL never guesses its type. */
+/**
+ * A filter's or a page anchor's value as a typed placeholder, so PostgreSQL never guesses its
+ * type (never of a json field: those are neither filtered by value nor sorted; writes take writeValue).
+ */
 export function typed (value: unknown, type: FieldType): Sql {
-  if (type === 'json' && value !== null) return sql`${JSON.stringify(value)}::jsonb`
   // Integers beyond 2^53 are not exact JS numbers anyway; compare them as doubles rather than fail.
   const cast = type === 'integer' && !Number.isSafeInteger(value) && value !== null ? 'double precision' : casts[type]
   return sql`${value}::${raw(cast)}`
